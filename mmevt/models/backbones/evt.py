@@ -1,0 +1,421 @@
+"""EVT backbone family (EVT, EVT-Swin and the RMT baseline) for OpenMMLab 2.x.
+
+This module imports only torch, mmengine and mmevt's own ops/layers, so it runs on
+machines without mmcv's compiled ops or any OpenMMLab toolkit.
+"""
+import copy
+import os.path as osp
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.utils.checkpoint as cp
+from mmengine.model import BaseModule
+from torch import Tensor, nn
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from ...ops import DECAY_KINDS, DecayBiasCache
+from ...ops.decay import check_choice
+from ..layers import (ATTN_MODES, ConvDownsample, ConvStem, EVTBlock, PatchEmbed, PatchMerging,
+                      SpatialDecayAttention, build_norm)
+
+# Stage mixers accepted in ``mixers``; ``group_dilate`` alternates g, d, g, d, ...
+STAGE_MIXERS = ('full', 'group', 'dilate', 'group_dilate', 'decomposed')
+MIN_INPUT_SIZE = 32
+
+_REQUIRED_KEYS = ('embed_dims', 'depths', 'num_heads')
+# Optional arch keys and their defaults; per-stage keys accept a scalar for all stages.
+_ARCH_DEFAULTS = dict(
+    init_values=2.,
+    heads_ranges=4.,
+    mlp_ratios=4.,
+    mixers='full',
+    group_sizes=64,
+    layer_scales=0.,
+    decay='euclidean',
+    use_rope=False,
+    drop_path_rate=0.1,
+    stem='conv',  # 'conv' (RMT/EVT conv stem) or 'patch' (Swin patch embed + merging)
+    cpe=True,
+    lepe=True,
+    ffn_dwconv=True,
+)
+_PER_STAGE_KEYS = ('embed_dims', 'depths', 'num_heads', 'init_values', 'heads_ranges',
+                   'mlp_ratios', 'mixers', 'group_sizes', 'layer_scales')
+
+
+_RMT = dict(decay='manhattan', use_rope=True, init_values=2)
+_EVT = dict(decay='euclidean', use_rope=False, init_values=2)
+_SWIN = dict(decay='euclidean', use_rope=False, init_values=2, heads_ranges=[4, 4, 6, 6],
+             mlp_ratios=4, stem='patch', cpe=False, lepe=False, ffn_dwconv=False,
+             mixers=['group_dilate'] * 3 + ['full'], group_sizes=49)
+_T_DIMS = dict(embed_dims=[64, 128, 256, 512], num_heads=[4, 4, 8, 16], heads_ranges=[4, 4, 6, 6])
+_B_DIMS = dict(embed_dims=[80, 160, 320, 512], num_heads=[5, 5, 10, 16], heads_ranges=[5, 5, 6, 6],
+               layer_scales=[0, 0, 1e-6, 1e-6])
+_L_DIMS = dict(embed_dims=[112, 224, 448, 640], num_heads=[7, 7, 14, 20],
+               heads_ranges=[6, 6, 6, 6], layer_scales=[0, 0, 1e-6, 1e-6])
+
+
+def _names(*names: str, **arch) -> Dict[str, dict]:
+    return {name: arch for name in names}
+
+
+arch_zoo: Dict[str, dict] = {
+    # RMT baselines: the authors' public configurations (decomposed MaSA + rotary shift).
+    **_names('rmt-t', 'rmt-tiny', **_RMT, **_T_DIMS, depths=[2, 2, 8, 2], mlp_ratios=3,
+             mixers=['decomposed'] * 2 + ['full'] * 2, drop_path_rate=0.1),
+    **_names('rmt-s', 'rmt-small', **_RMT, **_T_DIMS, depths=[3, 4, 18, 4],
+             mlp_ratios=[4, 4, 3, 3], mixers=['decomposed'] * 3 + ['full'],
+             drop_path_rate=0.15),
+    **_names('rmt-b', 'rmt-base', **_RMT, **_B_DIMS, depths=[4, 8, 25, 8],
+             mlp_ratios=[4, 4, 3, 3], mixers=['decomposed'] * 3 + ['full'],
+             drop_path_rate=0.4),
+    **_names('rmt-l', 'rmt-large', **_RMT, **_L_DIMS, depths=[4, 8, 25, 8],
+             mlp_ratios=[4, 4, 3, 3], mixers=['decomposed'] * 3 + ['full'],
+             drop_path_rate=0.5),
+    # EVT: RMT's widths and decay settings, grouped EuSA where RMT decomposes.
+    **_names('evt-t', 'evt-tiny', 't', 'tiny', **_EVT, **_T_DIMS, depths=[2, 2, 10, 2],
+             mlp_ratios=3, mixers=['group_dilate'] * 2 + ['full'] * 2, drop_path_rate=0.1),
+    **_names('evt-s', 'evt-small', 's', 'small', **_EVT, **_T_DIMS, depths=[3, 4, 18, 4],
+             mlp_ratios=[4, 4, 3, 3], mixers=['group_dilate'] * 3 + ['full'],
+             drop_path_rate=0.15),
+    **_names('evt-b', 'evt-base', 'b', 'base', **_EVT, **_B_DIMS, depths=[4, 8, 25, 8],
+             mlp_ratios=[4, 4, 3, 3], mixers=['group_dilate'] * 3 + ['full'],
+             drop_path_rate=0.4),
+    **_names('evt-l', 'evt-large', 'l', 'large', **_EVT, **_L_DIMS, depths=[4, 8, 25, 8],
+             mlp_ratios=[4, 4, 3, 3], mixers=['group_dilate'] * 3 + ['full'],
+             drop_path_rate=0.55),
+    # EVT-Swin: Swin-T/S/B exactly, W-MSA/SW-MSA -> EuSA-g/EuSA-d, last stage full EuSA.
+    **_names('evt-swin-t', 'evt-swin-tiny', **_SWIN, embed_dims=[96, 192, 384, 768],
+             depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.2),
+    **_names('evt-swin-s', 'evt-swin-small', **_SWIN, embed_dims=[96, 192, 384, 768],
+             depths=[2, 2, 18, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.3),
+    **_names('evt-swin-b', 'evt-swin-base', **_SWIN, embed_dims=[128, 256, 512, 1024],
+             depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], drop_path_rate=0.5),
+    # Tiny archs for tests: EVT-style and RMT-style (decomposed + rotary, layer scale).
+    **_names('evt-test', 'test', **_EVT, embed_dims=[16, 32, 64, 128], depths=[1, 1, 2, 1],
+             num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
+             mixers=['group_dilate'] * 3 + ['full'], group_sizes=16, drop_path_rate=0.),
+    **_names('rmt-test', **_RMT, embed_dims=[16, 32, 64, 128], depths=[1, 2, 2, 1],
+             num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
+             layer_scales=[0, 0, 1e-6, 1e-6], mixers=['decomposed'] * 3 + ['full'],
+             drop_path_rate=0.),
+}
+
+
+def _per_stage(name: str, value, num_stages: int) -> list:
+    """Broadcast a scalar to every stage; check a list has one entry per stage."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != num_stages:
+            raise ValueError(f'{name} needs one value per stage ({num_stages}), '
+                             f'got {len(value)}: {list(value)}')
+        return list(value)
+    return [value] * num_stages
+
+
+def resolve_arch(arch: Union[str, dict]) -> dict:
+    """Look up ``arch`` in :data:`arch_zoo` or validate a custom arch dict.
+
+    Returns:
+        dict: every key of the arch, per-stage keys as lists.
+    """
+    if isinstance(arch, str):
+        key = arch.lower()
+        if key not in arch_zoo:
+            raise ValueError(f'arch {arch!r} is not known; choose one of '
+                             f'{sorted(arch_zoo)} or pass a dict with keys '
+                             f'{list(_REQUIRED_KEYS)}')
+        arch = arch_zoo[key]
+    elif not isinstance(arch, dict):
+        raise ValueError(f'arch must be a name or a dict, got {type(arch).__name__}')
+    missing = [k for k in _REQUIRED_KEYS if k not in arch]
+    if missing:
+        raise ValueError(f'custom arch is missing required keys {missing}; '
+                         f'required: {list(_REQUIRED_KEYS)}')
+    unknown = sorted(set(arch) - set(_REQUIRED_KEYS) - set(_ARCH_DEFAULTS))
+    if unknown:
+        raise ValueError(f'custom arch has unknown keys {unknown}; allowed: '
+                         f'{list(_REQUIRED_KEYS) + list(_ARCH_DEFAULTS)}')
+    out = copy.deepcopy({**_ARCH_DEFAULTS, **arch})
+    if not isinstance(out['depths'], (list, tuple)) or not out['depths']:
+        raise ValueError(f"arch 'depths' must be a non-empty list, got {out['depths']!r}")
+    num_stages = len(out['depths'])
+    for k in _PER_STAGE_KEYS:
+        out[k] = _per_stage(k, out[k], num_stages)
+    return out
+
+
+class EVTStage(nn.Module):
+    """Optional downsampling followed by ``depth`` blocks, channels-last.
+
+    Shapes: ``(B, H, W, C_in) -> (B, H', W', C)`` (``H' = ceil(H / 2)`` when downsampling).
+    """
+
+    def __init__(self, downsample: Optional[nn.Module], blocks: List[nn.Module],
+                 with_cp: bool = False):
+        super().__init__()
+        self.downsample = downsample
+        self.blocks = nn.ModuleList(blocks)
+        self.with_cp = with_cp
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.downsample is not None:
+            x = self.downsample(x)
+        for block in self.blocks:
+            if self.with_cp and x.requires_grad:
+                x = cp.checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
+        return x
+
+
+class EVT(BaseModule):
+    """EVT: Vision Transformer with Euclidean spatial decay and 1D token grouping.
+
+    One class builds EVT-T/S/B/L, EVT-Swin-T/S/B and the RMT-T/S/B/L baseline (see
+    :data:`arch_zoo`). A stage is a conv stem (or Swin patch embed) / downsampling layer
+    followed by blocks ``x += CPE(x); x += mixer(LN(x)); x += FFN(LN(x))``.
+
+    Args:
+        arch (str | dict): a name in :data:`arch_zoo` (e.g. ``'evt-t'``, ``'evt-tiny'``,
+            ``'t'``, ``'rmt-s'``, ``'evt-swin-b'``, ``'evt-test'``) or a dict with keys
+            ``embed_dims``, ``depths``, ``num_heads`` and optionally ``init_values``,
+            ``heads_ranges``, ``mlp_ratios``, ``mixers``, ``group_sizes``,
+            ``layer_scales``, ``decay``, ``use_rope``, ``drop_path_rate``, ``stem``,
+            ``cpe``, ``lepe``, ``ffn_dwconv``. Defaults to ``'evt-t'``.
+        in_channels (int): input image channels. Defaults to 3.
+        out_indices (Sequence[int]): stages whose outputs are returned (negative indices
+            count from the end). Defaults to ``(0, 1, 2, 3)``.
+        frozen_stages (int): -1 freezes nothing, 0 the stem, k the stem and the first k
+            stages (each with its input downsampling and output norm). Defaults to -1.
+        norm_eval (bool): keep BatchNorm layers in eval mode while training. Defaults to
+            False.
+        with_cp (bool): gradient checkpointing per block. Defaults to False.
+        drop_path_rate (float, optional): stochastic depth, linearly increasing over all
+            blocks. Defaults to None (the arch's).
+        norm_cfg (dict): norm of the conv stem and downsampling layers.
+            Defaults to ``dict(type='BN')``.
+        out_norm_cfg (dict, optional): norm applied to each returned map (channels-last);
+            None returns raw stage outputs (the authors' RMT classifier has none).
+            Defaults to ``dict(type='LN', eps=1e-6)``.
+        decay (str, optional): ``'euclidean'``, ``'manhattan'`` or ``'none'`` for every
+            stage. Defaults to None (the arch's).
+        mixers (str | Sequence[str], optional): per-stage token mixer: ``'full'``,
+            ``'group'``, ``'dilate'``, ``'group_dilate'`` (alternating g, d, ...) or
+            ``'decomposed'``. Defaults to None (the arch's).
+        group_size (int | Sequence[int], optional): tokens per group, per stage.
+            Defaults to None (the arch's).
+        use_rope (bool, optional): RMT's rotary shift on q, k. Defaults to None (the
+            arch's: on for RMT, off for EVT).
+        layer_scale (float | Sequence[float], optional): layer-scale init per stage, 0 for
+            none. Defaults to None (the arch's).
+        attn_impl (str): attention path: ``'auto'``, ``'reference'``, ``'sdpa'`` or
+            ``'flex'``. Defaults to ``'auto'``.
+        init_cfg (dict | list[dict], optional): e.g.
+            ``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``.
+            Defaults to None.
+
+    Input ``(B, in_channels, H, W)`` with ``H, W >= 32``; output a tuple of NCHW maps with
+    strides 4, 8, 16, 32 (sizes rounded up) and channels ``embed_dims[i]``.
+    """
+    arch_zoo = arch_zoo
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'evt-t',
+                 in_channels: int = 3,
+                 out_indices: Sequence[int] = (0, 1, 2, 3),
+                 frozen_stages: int = -1,
+                 norm_eval: bool = False,
+                 with_cp: bool = False,
+                 drop_path_rate: Optional[float] = None,
+                 norm_cfg: Optional[dict] = dict(type='BN'),
+                 out_norm_cfg: Optional[dict] = dict(type='LN', eps=1e-6),
+                 decay: Optional[str] = None,
+                 mixers: Optional[Union[str, Sequence[str]]] = None,
+                 group_size: Optional[Union[int, Sequence[int]]] = None,
+                 use_rope: Optional[bool] = None,
+                 layer_scale: Optional[Union[float, Sequence[float]]] = None,
+                 attn_impl: str = 'auto',
+                 init_cfg: Optional[Union[dict, List[dict]]] = None):
+        super().__init__(init_cfg=init_cfg)
+        overrides = dict(decay=decay, mixers=mixers, group_sizes=group_size,
+                         use_rope=use_rope, layer_scales=layer_scale,
+                         drop_path_rate=drop_path_rate)
+        arch = resolve_arch(arch)
+        arch.update({k: v for k, v in overrides.items() if v is not None})
+        self.arch_settings = arch = resolve_arch(arch)
+        self.num_stages = len(arch['depths'])
+        self.embed_dims = arch['embed_dims']
+        self.in_channels = in_channels
+        self._check_arch(arch)
+
+        self.out_indices = self._check_out_indices(out_indices)
+        if not isinstance(frozen_stages, int) or not -1 <= frozen_stages <= self.num_stages:
+            raise ValueError(f'frozen_stages must be an int in [-1, {self.num_stages}], '
+                             f'got {frozen_stages!r}')
+        self.frozen_stages, self.norm_eval = frozen_stages, norm_eval
+
+        dims = arch['embed_dims']
+        if arch['stem'] == 'conv':
+            self.stem = ConvStem(in_channels, dims[0], norm_cfg)
+        else:
+            self.stem = PatchEmbed(in_channels, dims[0])
+        dpr = torch.linspace(0, arch['drop_path_rate'], sum(arch['depths'])).tolist()
+        self.stages = nn.ModuleList()
+        for i in range(self.num_stages):
+            if i == 0:
+                downsample = None
+            elif arch['stem'] == 'conv':
+                downsample = ConvDownsample(dims[i - 1], dims[i], norm_cfg)
+            else:
+                downsample = PatchMerging(dims[i - 1], dims[i])
+            first = sum(arch['depths'][:i])
+            blocks = self._make_blocks(arch, i, dpr[first:first + arch['depths'][i]], attn_impl)
+            self.stages.append(EVTStage(downsample, blocks, with_cp))
+        for i in self.out_indices:
+            self.add_module(f'norm{i}', build_norm(out_norm_cfg, dims[i]))
+        self._freeze_stages()
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def _check_arch(arch: dict) -> None:
+        check_choice('decay', arch['decay'], DECAY_KINDS)
+        if arch['stem'] not in ('conv', 'patch'):
+            raise ValueError(f"arch 'stem' must be 'conv' or 'patch', got {arch['stem']!r}")
+        for i, (c, h) in enumerate(zip(arch['embed_dims'], arch['num_heads'])):
+            if not isinstance(h, int) or h <= 0 or c % h:
+                raise ValueError(f'num_heads[{i}]={h!r} must be a positive int dividing '
+                                 f'embed_dims[{i}]={c}')
+        for i, mixer in enumerate(arch['mixers']):
+            if mixer not in STAGE_MIXERS:
+                raise ValueError(f'mixers[{i}] must be one of {list(STAGE_MIXERS)}, '
+                                 f'got {mixer!r}')
+        for i, g in enumerate(arch['group_sizes']):
+            if isinstance(g, bool) or not isinstance(g, int) or g <= 0:
+                raise ValueError(f'group_size[{i}] must be a positive int, got {g!r}')
+        for i, d in enumerate(arch['depths']):
+            if not isinstance(d, int) or d < 1:
+                raise ValueError(f'depths[{i}] must be a positive int, got {d!r}')
+        if not 0 <= arch['drop_path_rate'] < 1:
+            raise ValueError(f"drop_path_rate must be in [0, 1), got {arch['drop_path_rate']}")
+
+    def _check_out_indices(self, out_indices: Sequence[int]) -> Tuple[int, ...]:
+        if isinstance(out_indices, int):
+            out_indices = [out_indices]
+        result = []
+        for idx in out_indices:
+            if not isinstance(idx, int) or not -self.num_stages <= idx < self.num_stages:
+                raise ValueError(f'out_indices entries must be ints in '
+                                 f'[{-self.num_stages}, {self.num_stages - 1}], got {idx!r}')
+            result.append(idx % self.num_stages)
+        if not result:
+            raise ValueError('out_indices must name at least one stage')
+        return tuple(sorted(set(result)))
+
+    @staticmethod
+    def _make_blocks(arch: dict, i: int, dpr: List[float], attn_impl: str) -> List[EVTBlock]:
+        mixer = arch['mixers'][i]
+        cache = DecayBiasCache()  # shared by the stage's blocks: same grid, same rates
+        blocks = []
+        for j, drop in enumerate(dpr):
+            if mixer == 'group_dilate':
+                mode = 'group' if j % 2 == 0 else 'dilate'
+            else:
+                mode = mixer
+            assert mode in ATTN_MODES
+            attn = SpatialDecayAttention(
+                arch['embed_dims'][i], arch['num_heads'][i], mode=mode, decay=arch['decay'],
+                group_size=arch['group_sizes'][i], init_value=arch['init_values'][i],
+                heads_range=arch['heads_ranges'][i], use_rope=arch['use_rope'],
+                lepe=arch['lepe'], attn_impl=attn_impl, bias_cache=cache)
+            blocks.append(EVTBlock(arch['embed_dims'][i], attn, arch['mlp_ratios'][i], drop,
+                                   arch['layer_scales'][i], arch['cpe'], arch['ffn_dwconv']))
+        return blocks
+
+    # ------------------------------------------------------------------ init / freeze
+    def init_weights(self) -> None:
+        """Truncated-normal linears (std 0.02) or ``init_cfg`` (e.g. Pretrained)."""
+        cfg = self.init_cfg
+        if isinstance(cfg, dict) and cfg.get('type') == 'Pretrained':
+            ckpt = cfg.get('checkpoint')
+            if not ckpt or ('://' not in str(ckpt) and not osp.isfile(ckpt)):
+                raise FileNotFoundError(
+                    f"init_cfg.checkpoint of EVT: checkpoint file {ckpt!r} does not exist. "
+                    'Point init_cfg.checkpoint (e.g. model.backbone.init_cfg.checkpoint in the '
+                    'config, or --cfg-options) at an existing file.')
+            super().init_weights()
+            return
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.trunc_normal_(m.weight, std=.02)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+        if cfg is not None:
+            super().init_weights()
+
+    def _freeze_stages(self) -> None:
+        frozen = []
+        if self.frozen_stages >= 0:
+            frozen.append(self.stem)
+        for i in range(max(self.frozen_stages, 0)):
+            frozen.append(self.stages[i])
+            if i in self.out_indices:
+                frozen.append(getattr(self, f'norm{i}'))
+        for m in frozen:
+            m.eval()
+            for p in m.parameters():
+                p.requires_grad = False
+
+    def train(self, mode: bool = True) -> 'EVT':
+        super().train(mode)
+        self._freeze_stages()
+        if mode and self.norm_eval:
+            for m in self.modules():
+                if isinstance(m, _BatchNorm):
+                    m.eval()
+        return self
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """Args: x (Tensor): ``(B, in_channels, H, W)``. Returns: tuple of NCHW maps."""
+        if x.dim() != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(f'EVT expects input of shape (B, {self.in_channels}, H, W), '
+                             f'got {tuple(x.shape)}')
+        if min(x.shape[-2:]) < MIN_INPUT_SIZE:
+            raise ValueError(f'EVT needs H, W >= {MIN_INPUT_SIZE} (four stride-2 levels), '
+                             f'got {tuple(x.shape[-2:])}; resize or pad the input')
+        x = self.stem(x).permute(0, 2, 3, 1)
+        outs = []
+        for i, stage in enumerate(self.stages):
+            x = stage(x)
+            if i in self.out_indices:
+                out = getattr(self, f'norm{i}')(x)
+                outs.append(out.permute(0, 3, 1, 2).contiguous())
+        return tuple(outs)
+
+    def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
+        """Layer id of a parameter for layer-wise lr decay (mmpretrain's
+        ``LearningRateDecayOptimWrapperConstructor``).
+
+        The stem is layer 0, block ``j`` of stage ``i`` is ``1 + blocks before it``, a stage's
+        downsampling shares the id of its first block, output norms and everything outside
+        the backbone get the last id.
+
+        Returns:
+            tuple[int, int]: ``(layer_id, num_layers)``.
+        """
+        num_layers = sum(self.arch_settings['depths']) + 2
+        if not param_name.startswith(prefix):
+            return num_layers - 1, num_layers
+        name = param_name[len(prefix):]
+        if name.startswith('stem'):
+            return 0, num_layers
+        if name.startswith('stages.'):
+            parts = name.split('.')
+            stage = int(parts[1])
+            before = sum(self.arch_settings['depths'][:stage])
+            block = int(parts[3]) if parts[2] == 'blocks' else 0
+            return before + block + 1, num_layers
+        return num_layers - 1, num_layers

@@ -1,0 +1,12 @@
+"""Modules: projections, LePE, CPE, FFN, stems and token mixers."""
+from .attention import ATTN_MODES, SpatialDecayAttention
+from .block import DropPath, EVTBlock, LayerScale
+from .conv import ConvDownsample, ConvNorm, ConvStem, DWConv2d, PatchEmbed, PatchMerging
+from .ffn import ConvFFN
+from .norm import LayerNorm2d, build_norm
+
+__all__ = [
+    'ATTN_MODES', 'ConvDownsample', 'ConvFFN', 'ConvNorm', 'ConvStem', 'DWConv2d', 'DropPath',
+    'EVTBlock', 'LayerNorm2d', 'LayerScale', 'PatchEmbed', 'PatchMerging',
+    'SpatialDecayAttention', 'build_norm'
+]

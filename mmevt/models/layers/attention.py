@@ -1,0 +1,107 @@
+"""Spatial-decay self-attention token mixers: EuSA (EVT) and MaSA (RMT)."""
+from typing import Optional
+
+from torch import Tensor, nn
+
+from ...ops import (DECAY_KINDS, DecayBiasCache, apply_rotary, decay_log_rates,
+                    decomposed_decay_attention, rotary_sin_cos, spatial_decay_attention)
+from ...ops.attention import ATTN_IMPLS
+from ...ops.decay import check_choice
+from .conv import DWConv2d
+
+ATTN_MODES = ('full', 'group', 'dilate', 'decomposed')
+
+
+class SpatialDecayAttention(nn.Module):
+    """Multi-head self-attention with an explicit spatial decay prior.
+
+    ``decay='euclidean'`` is EVT's EuSA, ``'manhattan'`` RMT's MaSA, ``'none'`` plain
+    attention. ``mode`` chooses which tokens meet: ``full`` (all tokens of the stage),
+    ``group`` (EuSA-g, consecutive 1D groups), ``dilate`` (EuSA-d, token t in group
+    ``t mod G``) or ``decomposed`` (RMT's row-then-column attention).
+
+    Separate q/k/v linears, LePE (5x5 depth-wise conv on v added to the output), output
+    linear, and optionally RMT's rotary shift on q and k. The decay rates are a
+    non-persistent buffer: they never enter checkpoints.
+
+    Args:
+        embed_dims (int): channels C.
+        num_heads (int): heads; must divide C.
+        mode (str): see above. Defaults to ``'full'``.
+        decay (str): ``'euclidean'``, ``'manhattan'`` or ``'none'``. Defaults to
+            ``'euclidean'``.
+        group_size (int): tokens per group for ``group``/``dilate``. Defaults to 64.
+        init_value (float): decay ``init_value``. Defaults to 2.
+        heads_range (float): decay ``heads_range``. Defaults to 4.
+        use_rope (bool): apply RMT's rotary shift to q, k. Defaults to False.
+        lepe (bool): add LePE. Defaults to True.
+        attn_impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``.
+            Defaults to ``'auto'``.
+        bias_cache (DecayBiasCache, optional): cache shared by the blocks of a stage.
+            Defaults to None (a private cache).
+
+    Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
+    """
+
+    def __init__(self,
+                 embed_dims: int,
+                 num_heads: int,
+                 mode: str = 'full',
+                 decay: str = 'euclidean',
+                 group_size: int = 64,
+                 init_value: float = 2.,
+                 heads_range: float = 4.,
+                 use_rope: bool = False,
+                 lepe: bool = True,
+                 attn_impl: str = 'auto',
+                 bias_cache: Optional[DecayBiasCache] = None):
+        super().__init__()
+        if num_heads <= 0 or embed_dims % num_heads:
+            raise ValueError(f'num_heads ({num_heads}) must be positive and divide '
+                             f'embed_dims ({embed_dims})')
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size <= 0:
+            raise ValueError(f'group_size must be a positive int, got {group_size!r}')
+        self.mode = check_choice('mode', mode, ATTN_MODES)
+        self.decay = check_choice('decay', decay, DECAY_KINDS)
+        self.attn_impl = check_choice('attn_impl', attn_impl, ATTN_IMPLS)
+        self.embed_dims, self.num_heads = embed_dims, num_heads
+        self.head_dims = embed_dims // num_heads
+        if use_rope and self.head_dims % 2:
+            raise ValueError(f'use_rope needs an even head dim, got {self.head_dims}')
+        self.group_size, self.use_rope = group_size, use_rope
+        self.scale = self.head_dims ** -0.5
+        self.register_buffer('log_gamma', decay_log_rates(num_heads, init_value, heads_range),
+                             persistent=False)
+        self.bias_cache = bias_cache if bias_cache is not None else DecayBiasCache()
+        self.q = nn.Linear(embed_dims, embed_dims)
+        self.k = nn.Linear(embed_dims, embed_dims)
+        self.v = nn.Linear(embed_dims, embed_dims)
+        self.lepe = DWConv2d(embed_dims, 5) if lepe else None
+        self.proj = nn.Linear(embed_dims, embed_dims)
+
+    def extra_repr(self) -> str:
+        return (f'mode={self.mode}, decay={self.decay}, heads={self.num_heads}, '
+                f'group_size={self.group_size}, use_rope={self.use_rope}')
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, h, w, c = x.shape
+        n, heads, d = h * w, self.num_heads, self.head_dims
+        q = self.q(x).view(b, n, heads, d)
+        k = self.k(x).view(b, n, heads, d)
+        v = self.v(x)
+        lepe = self.lepe(v) if self.lepe is not None else None
+        v = v.view(b, n, heads, d)
+        if self.use_rope:
+            sin, cos = rotary_sin_cos((h, w), d, x.device)
+            q, k = apply_rotary(q, sin, cos), apply_rotary(k, sin, cos)
+        if self.mode == 'decomposed':
+            out = decomposed_decay_attention(*(t.view(b, h, w, heads, d) for t in (q, k, v)),
+                                             self.log_gamma, self.scale, self.attn_impl)
+        else:
+            out = spatial_decay_attention(q, k, v, (h, w), self.log_gamma, self.decay,
+                                          self.mode, self.group_size, self.scale,
+                                          self.attn_impl, self.bias_cache)
+        out = out.reshape(b, h, w, c)
+        if lepe is not None:
+            out = out + lepe
+        return self.proj(out)

@@ -1,0 +1,76 @@
+"""The EVT / RMT block: CPE, token mixer, FFN, each a pre-norm residual branch."""
+
+import torch
+from torch import Tensor, nn
+
+from .conv import DWConv2d
+from .ffn import ConvFFN
+
+
+class DropPath(nn.Module):
+    """Stochastic depth per sample. ``(B, ...) -> (B, ...)``."""
+
+    def __init__(self, drop_prob: float = 0.):
+        super().__init__()
+        self.drop_prob = drop_prob
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.drop_prob == 0. or not self.training:
+            return x
+        keep = 1 - self.drop_prob
+        mask = x.new_empty((x.shape[0], ) + (1, ) * (x.ndim - 1)).bernoulli_(keep)
+        return x * mask / keep
+
+    def extra_repr(self) -> str:
+        return f'drop_prob={self.drop_prob}'
+
+
+class LayerScale(nn.Module):
+    """Learnable per-channel scale of a residual branch (channels last)."""
+
+    def __init__(self, dims: int, init_value: float):
+        super().__init__()
+        self.gamma = nn.Parameter(init_value * torch.ones(dims))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * self.gamma
+
+
+class EVTBlock(nn.Module):
+    """``x += CPE(x); x += DropPath(ls1 * mixer(LN(x))); x += DropPath(ls2 * FFN(LN(x)))``.
+
+    Args:
+        embed_dims (int): channels C.
+        mixer (nn.Module): token mixer, ``(B, H, W, C) -> (B, H, W, C)``.
+        mlp_ratio (float): FFN hidden ratio.
+        drop_path (float): stochastic depth rate. Defaults to 0.
+        layer_scale (float): init value of layer scale; 0 disables it. Defaults to 0.
+        cpe (bool): 3x3 depth-wise conv position encoding. Defaults to True.
+        ffn_dwconv (bool): depth-wise conv inside the FFN. Defaults to True.
+
+    Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
+    """
+
+    def __init__(self,
+                 embed_dims: int,
+                 mixer: nn.Module,
+                 mlp_ratio: float,
+                 drop_path: float = 0.,
+                 layer_scale: float = 0.,
+                 cpe: bool = True,
+                 ffn_dwconv: bool = True):
+        super().__init__()
+        self.cpe = DWConv2d(embed_dims, 3) if cpe else None
+        self.norm1 = nn.LayerNorm(embed_dims, eps=1e-6)
+        self.attn = mixer
+        self.norm2 = nn.LayerNorm(embed_dims, eps=1e-6)
+        self.ffn = ConvFFN(embed_dims, int(mlp_ratio * embed_dims), ffn_dwconv)
+        self.ls1 = LayerScale(embed_dims, layer_scale) if layer_scale else nn.Identity()
+        self.ls2 = LayerScale(embed_dims, layer_scale) if layer_scale else nn.Identity()
+        self.drop_path = DropPath(drop_path)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.cpe is not None:
+            x = x + self.cpe(x)
+        x = x + self.drop_path(self.ls1(self.attn(self.norm1(x))))
+        return x + self.drop_path(self.ls2(self.ffn(self.norm2(x))))

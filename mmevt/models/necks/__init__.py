@@ -1,0 +1,3 @@
+from .rmt_cls_neck import RMTClsNeck
+
+__all__ = ['RMTClsNeck']

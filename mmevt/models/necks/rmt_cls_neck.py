@@ -1,0 +1,33 @@
+"""RMT's classification neck: linear to 1024, BatchNorm, Swish, global average pool."""
+from typing import Tuple, Union
+
+from mmengine.model import BaseModule
+from torch import Tensor, nn
+
+
+class RMTClsNeck(BaseModule):
+    """The authors' RMT pre-logits: ``Linear(C, hidden) -> BN -> Swish -> avg pool``.
+
+    With mmpretrain's ``LinearClsHead(in_channels=hidden)`` after it, an
+    ``ImageClassifier`` is exactly the authors' RMT classifier (use the backbone with
+    ``out_indices=(3, )`` and ``out_norm_cfg=None``: RMT has no norm before ``proj``).
+
+    Args:
+        in_channels (int): channels of the last backbone map.
+        hidden_channels (int): projection width. Defaults to 1024.
+        init_cfg (dict, optional): Defaults to None.
+
+    Shapes: tuple whose last item is ``(B, C, H, W)`` -> tuple of one ``(B, hidden)``.
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: int = 1024, init_cfg=None):
+        super().__init__(init_cfg=init_cfg)
+        self.proj = nn.Linear(in_channels, hidden_channels)
+        self.norm = nn.BatchNorm2d(hidden_channels)
+        self.act = nn.SiLU()
+
+    def forward(self, inputs: Union[Tensor, Tuple[Tensor, ...]]) -> Tuple[Tensor]:
+        x = inputs[-1] if isinstance(inputs, (tuple, list)) else inputs
+        x = self.proj(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        x = self.act(self.norm(x))
+        return (x.mean(dim=(2, 3)), )

@@ -1,0 +1,167 @@
+"""Spatial decay: the explicit spatial prior of EVT (Euclidean) and RMT (Manhattan).
+
+The decay enters the attention logits as ``log(gamma_h) * dist(p_i, p_j)``, where ``p`` are
+the tokens' (row, col) coordinates on the stage grid. Everything here is a pure function of
+the grid, so nothing needs interpolating when the input size changes and nothing is stored
+in checkpoints.
+"""
+from collections import OrderedDict
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+DECAY_KINDS = ('euclidean', 'manhattan', 'none')
+GROUP_MODES = ('full', 'group', 'dilate')
+
+
+def check_choice(name: str, value: str, allowed: Tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``allowed``, else raise a ``ValueError`` naming both."""
+    if value not in allowed:
+        raise ValueError(f'{name} must be one of {list(allowed)}, got {value!r}')
+    return value
+
+
+def decay_log_rates(num_heads: int, init_value: float, heads_range: float) -> Tensor:
+    """Per-head ``log(gamma_h)``.
+
+    ``log(gamma_h) = log(1 - 2 ** (-init_value - heads_range * h / num_heads))``.
+
+    Returns:
+        Tensor: shape ``(num_heads,)``, float32, all negative.
+    """
+    h = torch.arange(num_heads, dtype=torch.float32)
+    return torch.log(1 - 2 ** (-init_value - heads_range * h / num_heads))
+
+
+def grid_coords(hw: Tuple[int, int], device=None) -> Tensor:
+    """Row-major (row, col) coordinates of an ``H x W`` grid.
+
+    Returns:
+        Tensor: shape ``(H * W, 2)``, float32.
+    """
+    h, w = hw
+    rows = torch.arange(h, device=device, dtype=torch.float32)
+    cols = torch.arange(w, device=device, dtype=torch.float32)
+    return torch.stack(torch.meshgrid(rows, cols, indexing='ij'), dim=-1).reshape(h * w, 2)
+
+
+def pairwise_distance(pq: Tensor, pk: Tensor, kind: str) -> Tensor:
+    """Distance between query and key coordinates.
+
+    Args:
+        pq (Tensor): query coordinates, shape ``(..., Nq, 2)``.
+        pk (Tensor): key coordinates, shape ``(..., Nk, 2)``.
+        kind (str): ``'euclidean'``, ``'manhattan'`` or ``'none'`` (all zeros).
+
+    Returns:
+        Tensor: shape ``(..., Nq, Nk)``.
+    """
+    check_choice('decay', kind, DECAY_KINDS)
+    diff = pq[..., :, None, :] - pk[..., None, :, :]
+    if kind == 'euclidean':
+        return diff.pow(2).sum(-1).sqrt()
+    if kind == 'manhattan':
+        return diff.abs().sum(-1)
+    return diff.new_zeros(diff.shape[:-1])
+
+
+def num_groups(num_tokens: int, group_size: int) -> int:
+    """Number of 1D groups ``G = ceil(N / group_size)``."""
+    return -(-num_tokens // group_size)
+
+
+def group_token_index(num_tokens: int, group_size: int, mode: str, device=None) -> Tensor:
+    """Sequence index of every slot of the grouped layout.
+
+    ``group``: slot (g, i) holds token ``g * group_size + i`` (consecutive groups).
+    ``dilate``: slot (g, i) holds token ``i * G + g`` (token t is in group ``t mod G``).
+    ``full``: a single group holding all tokens.
+    Slots whose index is ``>= num_tokens`` are padding.
+
+    Returns:
+        Tensor: long, shape ``(G, group_size)`` (``(1, N)`` for ``full``).
+    """
+    check_choice('mode', mode, GROUP_MODES)
+    if mode == 'full':
+        return torch.arange(num_tokens, device=device)[None]
+    g = num_groups(num_tokens, group_size)
+    idx = torch.arange(g * group_size, device=device)
+    if mode == 'group':
+        return idx.view(g, group_size)
+    return idx.view(group_size, g).t()
+
+
+def grouped_distance(hw: Tuple[int, int], group_size: int, mode: str,
+                     kind: str, device=None) -> Tensor:
+    """Distances between the true 2D positions of the tokens that share a group.
+
+    Padded keys get ``+inf`` so that ``log(gamma) * dist`` is ``-inf`` (zero weight); every
+    group keeps at least one real key, so no row of logits is all ``-inf``.
+
+    Returns:
+        Tensor: float32, shape ``(G, S, S)`` with ``S = group_size`` (``(1, N, N)`` for
+        ``full``).
+    """
+    n = hw[0] * hw[1]
+    idx = group_token_index(n, group_size, mode, device)
+    coords = grid_coords(hw, device)
+    pad = idx >= n
+    pos = coords[idx.clamp(max=n - 1)]
+    dist = pairwise_distance(pos, pos, kind)
+    return dist.masked_fill(pad[:, None, :], float('inf'))
+
+
+class DecayBiasCache:
+    """Memo of additive decay biases keyed by grid, grouping, device and dtype.
+
+    One instance lives in each stage: all blocks of a stage share the decay rates, so a bias
+    is built once per input size instead of once per block. Only ``max_entries`` entries are
+    kept (multi-scale training sees many sizes).
+    """
+
+    def __init__(self, max_entries: int = 8):
+        self.max_entries = max_entries
+        self._store: 'OrderedDict[tuple, Tensor]' = OrderedDict()
+
+    def get(self, log_gamma: Tensor, hw: Tuple[int, int], group_size: int, mode: str,
+            kind: str, dtype: torch.dtype) -> Tensor:
+        """Additive bias ``log_gamma[h] * dist``.
+
+        Returns:
+            Tensor: shape ``(heads * G, S, S)``, head-major (index ``h * G + g``).
+        """
+        key = (tuple(hw), group_size, mode, kind, log_gamma.device, dtype)
+        bias = self._store.get(key)
+        if bias is None:
+            dist = grouped_distance(hw, group_size, mode, kind, log_gamma.device)
+            bias = decay_bias(log_gamma, dist).to(dtype)
+            self._store[key] = bias
+            while len(self._store) > self.max_entries:
+                self._store.popitem(last=False)
+        else:
+            self._store.move_to_end(key)
+        return bias
+
+    def clear(self) -> None:
+        self._store.clear()
+
+
+def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
+    """``log_gamma[h] * dist[g]`` laid out head-major as ``(heads * G, S, S)``.
+
+    ``0 * inf`` would be NaN for a zero rate (``decay='none'`` uses zero distances, never
+    zero rates), so padded keys are written as ``-inf`` explicitly.
+    """
+    heads = log_gamma.numel()
+    pad = torch.isinf(dist)
+    bias = log_gamma.float()[:, None, None, None] * dist.masked_fill(pad, 0)[None]
+    bias = bias.masked_fill(pad[None], float('-inf'))
+    return bias.reshape(heads * dist.shape[0], *dist.shape[1:])
+
+
+__all__ = [
+    'DECAY_KINDS', 'GROUP_MODES', 'check_choice', 'decay_log_rates', 'grid_coords',
+    'pairwise_distance', 'num_groups', 'group_token_index', 'grouped_distance',
+    'DecayBiasCache', 'decay_bias'
+]

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Create (or reuse) the project's virtual environment with the full OpenMMLab stack.
+#
+#   tools/bootstrap.sh            # idempotent: a second run only checks and returns
+#
+# Environment variables:
+#   MMEVT_VENV         venv path (default: <repo>/.venv)
+#   MMEVT_PYTHON       interpreter used to create the venv (default: python3.11, else python3)
+#   MMEVT_TORCH        torch version (default: from requirements/torch.txt)
+#   MMEVT_TORCHVISION  torchvision version (default: from requirements/torch.txt)
+#   MMEVT_TORCH_INDEX  extra pip index for torch wheels (e.g. a CUDA-specific index)
+#   MMEVT_WHEEL_CACHE  where built mmcv wheels are kept, keyed by torch build
+#                      (default: ~/.cache/mmevt/wheels)
+#   MAX_JOBS           parallel compile jobs for mmcv (default: number of cores)
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+venv=${MMEVT_VENV:-$repo/.venv}
+req=$repo/requirements
+pin() { sed -n "s/^$1==\([^ ]*\).*/\1/p" "$req/torch.txt"; }
+torch_ver=${MMEVT_TORCH:-$(pin torch)}
+tv_ver=${MMEVT_TORCHVISION:-$(pin torchvision)}
+mmcv_ver=2.1.0
+py=$venv/bin/python
+log() { printf '[bootstrap %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# Everything that decides the environment's contents; a change re-runs the installs.
+want=$(cat "$req"/*.txt "$repo/pyproject.toml" "$0"; echo "torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
+want_hash=$(printf '%s' "$want" | sha256sum | cut -c1-16)
+stamp=$venv/.mmevt-env
+
+if [[ ! -x $py ]]; then
+  base=${MMEVT_PYTHON:-$(command -v python3.11 || command -v python3)}
+  log "creating virtual environment $venv with $base"
+  "$base" -m venv "$venv"
+  "$py" -m pip install -q --upgrade pip
+fi
+
+pipi() { "$py" -m pip install --disable-pip-version-check "$@"; }
+
+# torch build tag the compiled mmcv must match (version includes the CUDA/CPU suffix).
+torch_tag() {
+  "$py" - <<'EOF' 2>/dev/null || true
+import sys, torch
+print(f'torch{torch.__version__}-cuda{torch.version.cuda}-py{sys.version_info[0]}{sys.version_info[1]}')
+EOF
+}
+
+mmcv_ok() {
+  # Ops import fails on an ABI mismatch; the recorded tag catches silent mismatches.
+  [[ -f $venv/.mmcv-built-for && $(cat "$venv/.mmcv-built-for") == "$(torch_tag)" ]] &&
+    "$py" -c "import mmcv, mmcv.ops; from mmcv.ops import nms, RoIAlign; assert mmcv.__version__ == '$mmcv_ver'" 2>/dev/null
+}
+
+if [[ -f $stamp && $(cat "$stamp") == "$want_hash" ]] && mmcv_ok; then
+  exit 0
+fi
+
+# 1. torch first: everything after is pinned to it through a constraints file.
+have_torch=$("$py" -c 'import torch, torchvision; print(torch.__version__.split("+")[0], torchvision.__version__.split("+")[0])' 2>/dev/null || true)
+if [[ $have_torch != "$torch_ver $tv_ver" ]]; then
+  log "installing torch==$torch_ver torchvision==$tv_ver (a few GB; minutes)"
+  extra=()
+  [[ -n ${MMEVT_TORCH_INDEX:-} ]] && extra=(--extra-index-url "$MMEVT_TORCH_INDEX")
+  pipi "${extra[@]}" "torch==$torch_ver" "torchvision==$tv_ver"
+fi
+constraints=$venv/.mmevt-constraints.txt
+"$py" -c 'import torch, torchvision; print(f"torch=={torch.__version__}\ntorchvision=={torchvision.__version__}")' > "$constraints"
+echo "mmcv==$mmcv_ver" >> "$constraints"
+
+# 2. build tools and mmengine (mmcv's setup.py imports both).
+log "installing build tools and mmengine"
+pipi -q -c "$constraints" -r "$req/build.txt" mmengine==0.10.7
+
+# 3. mmcv with compiled ops, from source against this exact torch. pip's own wheel cache is
+#    keyed by the sdist only, so it is bypassed; our cache is keyed by the torch build.
+tag=$(torch_tag)
+if ! mmcv_ok; then
+  cache=${MMEVT_WHEEL_CACHE:-$HOME/.cache/mmevt/wheels}/$tag
+  mkdir -p "$cache"
+  whl=$(ls "$cache"/mmcv-"$mmcv_ver"-*.whl 2>/dev/null | head -n1 || true)
+  if [[ -z $whl ]]; then
+    log "building mmcv $mmcv_ver with ops against $tag (about 10-15 minutes on 2 cores)"
+    src=$(mktemp -d)
+    trap 'rm -rf "$src"' EXIT
+    "$py" -m pip download -q --no-cache-dir --no-deps --no-build-isolation --no-binary :all: \
+      -d "$src" "mmcv==$mmcv_ver"
+    tar -xzf "$src/mmcv-$mmcv_ver.tar.gz" -C "$src"
+    # mmcv 2.1.0 hard-codes -std=c++17; torch >= 2.10 headers refuse anything below C++20.
+    aten_h=$("$py" -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])' 2>/dev/null)/ATen/ATen.h
+    if grep -q 'C++20' "$aten_h"; then
+      sed -i 's/-std=c++1[47]/-std=c++20/g; s#/std:c++1[47]#/std:c++20#g' "$src/mmcv-$mmcv_ver/setup.py"
+    fi
+    MMCV_WITH_OPS=1 MAX_JOBS=${MAX_JOBS:-$(nproc)} "$py" -m pip wheel --no-cache-dir \
+      --no-build-isolation --no-deps -w "$cache" "$src/mmcv-$mmcv_ver"
+    whl=$(ls "$cache"/mmcv-"$mmcv_ver"-*.whl | head -n1)
+  else
+    log "reusing mmcv wheel built for $tag: $whl"
+  fi
+  pipi -q --force-reinstall --no-deps "$whl"
+  pipi -q -c "$constraints" "$whl"
+  echo "$tag" > "$venv/.mmcv-built-for"
+  mmcv_ok || { log "mmcv ops do not import after the build"; exit 1; }
+fi
+
+# 4. toolkits, test deps and mmevt itself (editable).
+log "installing mmdet, mmseg, mmpretrain, test tools and mmevt"
+pipi -q -c "$constraints" -r "$req/runtime.txt" -r "$req/tests.txt"
+pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"
+mmcv_ok || { log "mmcv was replaced by a dependency install"; exit 1; }
+echo "$want_hash" > "$stamp"
+log "environment ready: $venv ($tag)"
