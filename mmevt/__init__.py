@@ -1,0 +1,15 @@
+"""mmevt: EVT backbones (Euclidean spatial decay attention with 1D token grouping) for
+OpenMMLab 2.x. Importing it allow-lists OpenMMLab checkpoint classes for safe
+``weights_only`` loading and registers the modules into mmpretrain, mmdet and mmseg."""
+from .utils.checkpoint import enable_safe_checkpoint_loading
+
+__version__ = '0.1.0'
+
+enable_safe_checkpoint_loading()
+
+from .models import EVT, RMTClsNeck, arch_zoo  # noqa: E402
+from .registry import register_all_modules  # noqa: E402
+
+REGISTERED_TOOLKITS = register_all_modules()
+
+__all__ = ['EVT', 'RMTClsNeck', 'arch_zoo', 'register_all_modules', '__version__']

@@ -142,6 +142,10 @@ def spatial_decay_attention(q: Tensor,
 
     qg, kg, vg = to_groups(q), to_groups(k), to_groups(v)
     if impl == 'flex':
+        if q.device.type == 'cpu' and torch.is_grad_enabled() and any(
+                t.requires_grad for t in (q, k, v)):
+            raise ValueError("attn_impl='flex' has no backward on CPU in this torch; use "
+                             "attn_impl='sdpa' (or 'auto') to train on CPU")
         score_mod = _decay_score_mod(hw, group_size, mode, decay, log_gamma)
         out = _flex_attention(qg, kg, vg, score_mod=score_mod, scale=scale)
     else:

@@ -1,0 +1,40 @@
+"""Register mmevt's modules into the OpenMMLab toolkits' registries.
+
+Each toolkit is optional: a machine with only torch and mmengine still builds the backbone
+from mmengine's root ``MODELS`` registry (or directly from the class).
+"""
+import importlib
+import importlib.util
+import warnings
+from typing import Dict, List
+
+from mmengine.registry import MODELS as MMENGINE_MODELS
+
+from .models import EVT, RMTClsNeck
+
+TOOLKITS = ('mmpretrain', 'mmdet', 'mmseg')
+MODULES: Dict[str, type] = {'EVT': EVT, 'RMTClsNeck': RMTClsNeck}
+
+
+def register_all_modules() -> List[str]:
+    """Register :data:`MODULES` into mmengine's root and each importable toolkit's
+    ``MODELS``.
+
+    Returns:
+        list[str]: the toolkits registered into.
+    """
+    registries = [MMENGINE_MODELS]
+    done = []
+    for name in TOOLKITS:
+        if importlib.util.find_spec(name) is None:
+            continue
+        try:
+            registries.append(importlib.import_module(f'{name}.registry').MODELS)
+            done.append(name)
+        except ImportError as err:  # installed but broken (e.g. no mmcv ops)
+            warnings.warn(f'mmevt: {name} is installed but failed to import ({err}); '
+                          f'EVT is not registered for {name}')
+    for registry in registries:
+        for module_name, cls in MODULES.items():
+            registry.register_module(name=module_name, module=cls, force=True)
+    return done

@@ -1,0 +1,61 @@
+"""Load OpenMMLab runner checkpoints under ``torch.load(weights_only=True)``.
+
+torch >= 2.6 unpickles with ``weights_only=True`` by default; mmengine 0.10.7 does not
+pass ``weights_only`` and its checkpoints hold a few non-tensor objects (the message hub's
+``HistoryBuffer``s, numpy scalars and arrays in logs and meta). Rather than turning the
+safety off, this module allow-lists exactly those classes. Anything else (``os.system``,
+arbitrary callables) is still refused by torch's restricted unpickler.
+"""
+from typing import List
+
+import numpy as np
+import torch
+
+
+def _numpy_globals() -> List[object]:
+    # numpy 2 moved ``numpy.core`` to ``numpy._core``; pickles name the module they were
+    # written with, so allow both spellings where they exist.
+    objs: List[object] = [np.ndarray, np.dtype]
+    for mod_name in ('numpy._core.multiarray', 'numpy.core.multiarray'):
+        try:
+            mod = __import__(mod_name, fromlist=['_reconstruct'])
+        except ImportError:
+            continue
+        objs += [mod._reconstruct, mod.scalar]
+    # numpy >= 1.25 pickles dtypes by their class (``numpy.dtypes.Float64DType`` ...).
+    dtypes = getattr(np, 'dtypes', None)
+    if dtypes is not None:
+        objs += [getattr(dtypes, n) for n in dir(dtypes) if n.endswith('DType')]
+    return objs
+
+
+def _mmengine_globals() -> List[object]:
+    from mmengine.logging import HistoryBuffer
+    return [HistoryBuffer]
+
+
+def _safe_globals() -> List[object]:
+    seen, out = set(), []
+    for obj in _numpy_globals() + _mmengine_globals():
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            out.append(obj)
+    return out
+
+
+SAFE_CHECKPOINT_GLOBALS: List[object] = _safe_globals()
+
+
+def enable_safe_checkpoint_loading() -> None:
+    """Allow-list the classes OpenMMLab runner checkpoints need for ``weights_only`` loads.
+
+    Idempotent. A no-op on torch versions without ``add_safe_globals`` (< 2.4), which
+    do not default to ``weights_only=True`` either.
+    """
+    add = getattr(torch.serialization, 'add_safe_globals', None)
+    if add is None:
+        return
+    have = {id(g) for g in torch.serialization.get_safe_globals()}
+    missing = [g for g in SAFE_CHECKPOINT_GLOBALS if id(g) not in have]
+    if missing:
+        add(missing)

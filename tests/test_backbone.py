@@ -1,0 +1,217 @@
+"""EVT backbone: arch zoo, shapes, OpenMMLab backbone contract, errors."""
+import pytest
+import torch
+from torch import nn
+
+from mmevt.models import EVT
+from mmevt.models.backbones.evt import arch_zoo, resolve_arch
+
+ARCH_NAMES = ['evt-t', 'evt-s', 'evt-b', 'evt-l', 'evt-swin-t', 'evt-swin-s', 'evt-swin-b',
+              'rmt-t', 'rmt-s', 'rmt-b', 'rmt-l', 'evt-test', 'rmt-test']
+
+
+@pytest.mark.parametrize('arch', ARCH_NAMES)
+def test_every_arch_builds_with_right_shapes_and_channels(arch):
+    model = EVT(arch).eval()
+    dims = arch_zoo[arch]['embed_dims']
+    with torch.no_grad():
+        outs = model(torch.randn(1, 3, 64, 96))
+    assert [tuple(o.shape) for o in outs] == [(1, dims[0], 16, 24), (1, dims[1], 8, 12),
+                                             (1, dims[2], 4, 6), (1, dims[3], 2, 3)]
+    assert not any(k.endswith(('log_gamma', 'bias_cache')) for k in model.state_dict())
+
+
+def test_short_and_long_names_are_the_same_arch():
+    for names in (['evt-t', 'evt-tiny', 't', 'tiny'], ['rmt-s', 'rmt-small'],
+                  ['evt-swin-b', 'evt-swin-base'], ['evt-l', 'large', 'EVT-L']):
+        archs = [resolve_arch(n) for n in names]
+        assert all(a == archs[0] for a in archs)
+
+
+def test_variant_settings_follow_the_spec():
+    t, rt = resolve_arch('evt-t'), resolve_arch('rmt-t')
+    assert t['depths'] == [2, 2, 10, 2] and rt['depths'] == [2, 2, 8, 2]
+    assert t['mixers'] == ['group_dilate', 'group_dilate', 'full', 'full']
+    assert rt['mixers'] == ['decomposed', 'decomposed', 'full', 'full']
+    assert t['decay'] == 'euclidean' and rt['decay'] == 'manhattan'
+    assert rt['use_rope'] and not t['use_rope']
+    assert [resolve_arch(f'evt-{s}')['drop_path_rate'] for s in 'tsbl'] == [0.1, 0.15, 0.4, 0.55]
+    assert resolve_arch('evt-swin-t')['group_sizes'] == [49] * 4
+    assert resolve_arch('evt-b')['layer_scales'] == [0, 0, 1e-6, 1e-6]
+
+
+@pytest.mark.parametrize('hw', [(225, 337), (32, 32), (33, 97), (41, 37)])
+def test_odd_input_sizes(hw):
+    model = EVT('evt-test').eval()
+    with torch.no_grad():
+        outs = model(torch.randn(2, 3, *hw))
+    h, w = hw
+    for i, o in enumerate(outs):
+        s = 2 ** (i + 2)
+        assert o.shape[-2:] == (-(-h // s), -(-w // s))
+        assert torch.isfinite(o).all()
+
+
+def test_out_indices_and_out_norms():
+    model = EVT('evt-test', out_indices=(1, -1))
+    assert model.out_indices == (1, 3)
+    assert hasattr(model, 'norm1') and hasattr(model, 'norm3') and not hasattr(model, 'norm0')
+    outs = model(torch.randn(1, 3, 64, 64))
+    assert [o.shape[1] for o in outs] == [32, 128]
+    raw = EVT('evt-test', out_indices=(3, ), out_norm_cfg=None)
+    assert isinstance(raw.norm3, nn.Identity)
+
+
+def _trainable(model, prefix):
+    return [n for n, p in model.named_parameters() if n.startswith(prefix) and p.requires_grad]
+
+
+@pytest.mark.parametrize('frozen', [-1, 0, 1, 2, 4])
+def test_frozen_stages(frozen):
+    model = EVT('evt-test', frozen_stages=frozen)
+    model.train()
+    assert bool(_trainable(model, 'stem')) == (frozen < 0)
+    for i in range(4):
+        is_frozen = i < frozen
+        assert bool(_trainable(model, f'stages.{i}.')) != is_frozen
+        assert bool(_trainable(model, f'norm{i}.')) != is_frozen
+        assert model.stages[i].training != is_frozen
+    if frozen >= 0:
+        assert not model.stem[0].norm.training  # frozen BN stays in eval under train()
+
+
+def test_norm_eval_keeps_batchnorm_in_eval():
+    model = EVT('evt-test', norm_eval=True).train()
+    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    assert bns and not any(m.training for m in bns)
+    assert model.stages[0].blocks[0].training
+
+
+def test_with_cp_gives_identical_outputs_and_gradients():
+    torch.manual_seed(0)
+    a = EVT('evt-test', drop_path_rate=0.)
+    b = EVT('evt-test', drop_path_rate=0., with_cp=True)
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(2, 3, 64, 80)
+    outs = []
+    for m in (a, b):
+        m.train()
+        y = m(x)
+        sum(o.square().mean() for o in y).backward()
+        outs.append((y, {n: p.grad.clone() for n, p in m.named_parameters()}))
+    for ya, yb in zip(outs[0][0], outs[1][0]):
+        torch.testing.assert_close(ya, yb)
+    for n, g in outs[0][1].items():
+        torch.testing.assert_close(outs[1][1][n], g, msg=n)
+
+
+def test_backward_reaches_every_parameter():
+    model = EVT('rmt-test')
+    sum(o.mean() for o in model(torch.randn(2, 3, 48, 64))).backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None]
+    assert not missing
+
+
+def test_attn_impls_agree_inside_the_backbone():
+    torch.manual_seed(0)
+    ref = EVT('evt-test', attn_impl='reference').eval()
+    x = torch.randn(1, 3, 70, 90)
+    with torch.no_grad():
+        expected = ref(x)
+        for impl in ('sdpa', 'flex'):
+            fast = EVT('evt-test', attn_impl=impl).eval()
+            fast.load_state_dict(ref.state_dict())
+            for a, b in zip(fast(x), expected):
+                torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_torch_compile_runs_tiny_arch():
+    model = EVT('evt-test').eval()
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        expected = model(x)
+        got = torch.compile(model)(x)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_decay_rates_are_not_checkpointed_and_follow_arch():
+    model = EVT('rmt-test')
+    attn = model.stages[2].blocks[0].attn
+    assert 'stages.2.blocks.0.attn.log_gamma' not in model.state_dict()
+    assert attn.log_gamma.shape == (4, )
+    # blocks of a stage share one bias cache
+    assert model.stages[1].blocks[0].attn.bias_cache is model.stages[1].blocks[1].attn.bias_cache
+
+
+def test_layer_depth_for_lr_decay():
+    model = EVT('evt-test')
+    total = sum(model.arch_settings['depths']) + 2
+    assert model.get_layer_depth('backbone.stem.0.conv.weight', 'backbone.') == (0, total)
+    assert model.get_layer_depth('backbone.stages.0.blocks.0.attn.q.weight', 'backbone.')[0] == 1
+    assert model.get_layer_depth('backbone.stages.2.blocks.1.ffn.fc1.weight', 'backbone.')[0] == 4
+    assert model.get_layer_depth('backbone.norm3.weight', 'backbone.')[0] == total - 1
+    assert model.get_layer_depth('head.fc.weight', 'backbone.')[0] == total - 1
+
+
+# ---------------------------------------------------------------- bad arguments
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(arch='evt-xl'), r"arch 'evt-xl' is not known; choose one of .*'evt-t'"),
+    (dict(arch=dict(embed_dims=[8, 16], num_heads=[1, 2])), r"missing required keys \['depths'\]"),
+    (dict(arch=dict(embed_dims=[8], depths=[1], num_heads=[1], window=7)),
+     r"unknown keys \['window'\]"),
+    (dict(arch=dict(embed_dims=[8, 16], depths=[1], num_heads=[1, 2])),
+     r'embed_dims needs one value per stage \(1\), got 2'),
+    (dict(arch=dict(embed_dims=[16, 30], depths=[1, 1], num_heads=[2, 4])),
+     r'num_heads\[1\]=4 must be a positive int dividing embed_dims\[1\]=30'),
+    (dict(group_size=0), r'group_size\[0\] must be a positive int, got 0'),
+    (dict(group_size=[16, 16, -3, 16]), r'group_size\[2\] must be a positive int, got -3'),
+    (dict(group_size=[16, 16]), r'group_sizes needs one value per stage \(4\), got 2'),
+    (dict(mixers=['full', 'full', 'windows', 'full']),
+     r"mixers\[2\] must be one of \['full', 'group', 'dilate', 'group_dilate', 'decomposed'\], "
+     r"got 'windows'"),
+    (dict(decay='chebyshev'), r"decay must be one of \['euclidean', 'manhattan', 'none'\]"),
+    (dict(out_indices=(0, 4)), r'out_indices entries must be ints in \[-4, 3\], got 4'),
+    (dict(frozen_stages=5), r'frozen_stages must be an int in \[-1, 4\], got 5'),
+    (dict(frozen_stages=-2), r'frozen_stages must be an int in \[-1, 4\], got -2'),
+    (dict(norm_cfg=dict(type='FancyNorm')), r"norm_cfg type must be one of .*got 'FancyNorm'"),
+    (dict(attn_impl='triton'), r"attn_impl must be one of .*got 'triton'"),
+    (dict(drop_path_rate=1.5), r'drop_path_rate must be in \[0, 1\), got 1.5'),
+])
+def test_bad_arguments_raise_clear_value_errors(kwargs, match):
+    kwargs = {'arch': 'evt-test', **kwargs}
+    with pytest.raises(ValueError, match=match):
+        EVT(**kwargs)
+
+
+def test_bad_inputs_raise_clear_value_errors():
+    model = EVT('evt-test')
+    with pytest.raises(ValueError, match=r'needs H, W >= 32 .*got \(31, 64\)'):
+        model(torch.randn(1, 3, 31, 64))
+    with pytest.raises(ValueError, match=r'expects input of shape \(B, 3, H, W\), got \(1, 4, 64, 64\)'):
+        model(torch.randn(1, 4, 64, 64))
+
+
+def test_missing_pretrained_checkpoint_names_the_config_key(tmp_path):
+    missing = str(tmp_path / 'nope.pth')
+    model = EVT('evt-test', init_cfg=dict(type='Pretrained', checkpoint=missing))
+    with pytest.raises(FileNotFoundError, match=r'init_cfg.checkpoint .*nope.pth'):
+        model.init_weights()
+
+
+def test_pretrained_init_cfg_loads_weights_with_and_without_prefix(tmp_path):
+    src = EVT('evt-test')
+    src.init_weights()
+    bare = tmp_path / 'bare.pth'
+    prefixed = tmp_path / 'full.pth'
+    torch.save({'state_dict': src.state_dict()}, bare)
+    torch.save({'state_dict': {f'backbone.{k}': v for k, v in src.state_dict().items()}},
+               prefixed)
+    for path, prefix in ((bare, None), (prefixed, 'backbone.')):
+        cfg = dict(type='Pretrained', checkpoint=str(path))
+        if prefix:
+            cfg['prefix'] = prefix
+        dst = EVT('evt-test', init_cfg=cfg)
+        dst.init_weights()
+        for k, v in src.state_dict().items():
+            torch.testing.assert_close(dst.state_dict()[k], v, msg=k)

@@ -1,0 +1,182 @@
+"""Functional ops: decay, grouping and the three attention paths."""
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mmevt.ops import (DecayBiasCache, attention_reference, decay_bias, decay_log_rates,
+                       decomposed_decay_attention, flex_available, grid_coords,
+                       group_token_index, group_tokens, grouped_distance, num_groups,
+                       pairwise_distance, spatial_decay_attention, ungroup_tokens)
+
+
+def test_decay_rates_match_formula():
+    lg = decay_log_rates(4, 2, 4)
+    for h in range(4):
+        assert lg[h].item() == pytest.approx(math.log(1 - 2 ** (-2 - 4 * h / 4)), rel=1e-6)
+    assert (lg < 0).all() and (lg.diff() > 0).all()  # later heads decay more slowly
+
+
+def test_distances_on_known_grid():
+    p = grid_coords((3, 4))
+    assert p.shape == (12, 2) and p[5].tolist() == [1., 1.]  # row-major
+    eu, ma = pairwise_distance(p, p, 'euclidean'), pairwise_distance(p, p, 'manhattan')
+    assert torch.equal(eu, eu.t()) and torch.equal(ma, ma.t())
+    assert (eu.diagonal() == 0).all()
+    # (0,0) -> (2,3): Euclidean sqrt(13), Manhattan 5
+    assert eu[0, 11].item() == pytest.approx(math.sqrt(13))
+    assert ma[0, 11].item() == 5
+    assert (eu <= ma + 1e-6).all() and (ma <= eu * math.sqrt(2) + 1e-5).all()
+    # they agree along one axis and differ off-axis
+    assert eu[0, 3] == ma[0, 3] and eu[0, 5] < ma[0, 5]
+    assert (pairwise_distance(p, p, 'none') == 0).all()
+    with pytest.raises(ValueError, match="decay must be one of .*'chebyshev'"):
+        pairwise_distance(p, p, 'chebyshev')
+
+
+@pytest.mark.parametrize('mode', ['group', 'dilate'])
+@pytest.mark.parametrize('n,s', [(12, 4), (13, 4), (5, 8), (64, 7)])
+def test_grouping_is_a_permutation_and_round_trips(mode, n, s):
+    x = torch.randn(2, n, 3)
+    g = group_tokens(x, s, mode)
+    assert g.shape == (2, num_groups(n, s), s, 3)
+    assert torch.equal(ungroup_tokens(g, n, mode), x)
+    idx = group_token_index(n, s, mode)
+    real = idx[idx < n]
+    assert sorted(real.tolist()) == list(range(n))  # each token exactly once
+    # the layout and the index table agree, padding is zero
+    flat = torch.cat([x, x.new_zeros(2, idx.numel() - n, 3)], 1)
+    assert torch.equal(g, flat[:, idx])
+    if mode == 'dilate':  # token t is in group t mod G
+        G = num_groups(n, s)
+        for grp in range(G):
+            assert all(t % G == grp for t in idx[grp].tolist() if t < n)
+
+
+def test_padded_keys_get_zero_weight_and_no_nan():
+    # 5 tokens in groups of 4: the last group holds one real token and 3 pads
+    dist = grouped_distance((1, 5), 4, 'group', 'euclidean')
+    bias = decay_bias(decay_log_rates(2, 2, 4), dist).view(2, 2, 4, 4)  # (heads, G, S, S)
+    assert torch.isinf(bias[:, -1, :, 1:]).all() and torch.isfinite(bias[:, -1, :, 0]).all()
+    q, k, v = (torch.randn(1, 5, 2, 8) for _ in range(3))
+    for impl in ('reference', 'sdpa'):
+        out = spatial_decay_attention(q, k, v, (1, 5), decay_log_rates(2, 2, 4),
+                                      mode='group', group_size=4, impl=impl)
+        assert torch.isfinite(out).all()
+        # the lone token of the last group only sees itself
+        torch.testing.assert_close(out[:, 4], v[:, 4])
+
+
+def _masked_full_reference(q, k, v, hw, log_gamma, decay, mode, group_size):
+    """Full attention over all tokens with the decay bias and a same-group block mask."""
+    n = hw[0] * hw[1]
+    idx = group_token_index(n, group_size, mode)
+    group_of = torch.empty(n, dtype=torch.long)
+    for g, row in enumerate(idx):
+        group_of[row[row < n]] = g
+    p = grid_coords(hw)
+    bias = log_gamma[:, None, None] * pairwise_distance(p, p, decay)[None]
+    bias = bias.masked_fill(group_of[:, None] != group_of[None, :], float('-inf'))
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    return attention_reference(qt, kt, vt, bias[None], q.shape[-1] ** -0.5).transpose(1, 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(h=st.integers(1, 9), w=st.integers(1, 9), s=st.integers(1, 20), heads=st.integers(1, 3),
+       mode=st.sampled_from(['group', 'dilate', 'full']),
+       decay=st.sampled_from(['euclidean', 'manhattan', 'none']))
+def test_grouped_attention_equals_block_masked_full_attention(h, w, s, heads, mode, decay):
+    torch.manual_seed(h * 100 + w)
+    q, k, v = (torch.randn(2, h * w, heads, 8, dtype=torch.float64) for _ in range(3))
+    lg = decay_log_rates(heads, 2, 4).double()
+    expected = _masked_full_reference(q, k, v, (h, w), lg, decay, mode, s)
+    got = spatial_decay_attention(q, k, v, (h, w), lg, decay, mode, s, impl='reference')
+    torch.testing.assert_close(got, expected)
+
+
+IMPLS = ['sdpa'] + (['flex'] if flex_available() else [])
+
+
+@pytest.mark.parametrize('impl', IMPLS)
+@pytest.mark.parametrize('mode', ['full', 'group', 'dilate'])
+@pytest.mark.parametrize('decay', ['euclidean', 'manhattan', 'none'])
+def test_fast_paths_agree_with_reference_fp32(impl, mode, decay):
+    torch.manual_seed(0)
+    hw = (7, 11)
+    q, k, v = (torch.randn(2, 77, 4, 16, requires_grad=True) for _ in range(3))
+    lg = decay_log_rates(4, 2, 6)
+    ref = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 16, impl='reference')
+    if impl == 'flex':  # FlexAttention has no backward on CPU (torch raises); forward only
+        out = spatial_decay_attention(q.detach(), k.detach(), v.detach(), hw, lg, decay, mode,
+                                      16, impl=impl)
+        torch.testing.assert_close(out, ref.detach(), atol=1e-5, rtol=1e-5)
+        return
+    out = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 16, impl=impl)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    g_ref = torch.autograd.grad(ref.square().sum(), (q, k, v))
+    g_out = torch.autograd.grad(out.square().sum(), (q, k, v))
+    for a, b in zip(g_out, g_ref):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize('impl', IMPLS)
+@pytest.mark.parametrize('mode', ['full', 'group', 'dilate'])
+def test_fast_paths_agree_with_reference_bf16(impl, mode):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 45, 2, 16) for _ in range(3))
+    lg = decay_log_rates(2, 2, 4)
+    ref = spatial_decay_attention(q, k, v, (5, 9), lg, 'euclidean', mode, 8, impl='reference')
+    out = spatial_decay_attention(*(t.bfloat16() for t in (q, k, v)), (5, 9), lg, 'euclidean',
+                                  mode, 8, impl=impl)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), ref, atol=3e-2, rtol=3e-2)
+
+
+def test_bias_cache_reuses_and_bounds_entries():
+    cache = DecayBiasCache(max_entries=2)
+    lg = decay_log_rates(2, 2, 4)
+    a = cache.get(lg, (4, 4), 8, 'group', 'euclidean', torch.float32)
+    assert cache.get(lg, (4, 4), 8, 'group', 'euclidean', torch.float32) is a
+    cache.get(lg, (5, 4), 8, 'group', 'euclidean', torch.float32)
+    cache.get(lg, (6, 4), 8, 'group', 'euclidean', torch.float32)
+    assert cache.get(lg, (4, 4), 8, 'group', 'euclidean', torch.float32) is not a
+
+
+def test_decomposed_matches_explicit_row_then_column():
+    torch.manual_seed(0)
+    b, h, w, heads, d = 2, 5, 6, 2, 8
+    q, k, v = (torch.randn(b, h, w, heads, d, dtype=torch.float64) for _ in range(3))
+    lg = decay_log_rates(heads, 2, 4).double()
+    got = decomposed_decay_attention(q, k, v, lg, impl='sdpa')
+    expected = torch.empty_like(v)
+    rows = torch.empty_like(v)
+    for hh in range(heads):
+        for r in range(h):  # along each row, decay |dc|
+            logits = q[:, r, :, hh] @ k[:, r, :, hh].transpose(-1, -2) * d ** -0.5
+            dc = (torch.arange(w)[:, None] - torch.arange(w)[None]).abs().double()
+            rows[:, r, :, hh] = (logits + lg[hh] * dc).softmax(-1) @ v[:, r, :, hh]
+        for c in range(w):  # then along each column, decay |dr|, applied to the rows' result
+            logits = q[:, :, c, hh] @ k[:, :, c, hh].transpose(-1, -2) * d ** -0.5
+            dr = (torch.arange(h)[:, None] - torch.arange(h)[None]).abs().double()
+            expected[:, :, c, hh] = (logits + lg[hh] * dr).softmax(-1) @ rows[:, :, c, hh]
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(decomposed_decay_attention(q, k, v, lg, impl='reference'),
+                               expected)
+
+
+def test_bad_impl_and_mode_are_value_errors():
+    q = torch.randn(1, 4, 1, 8)
+    lg = decay_log_rates(1, 2, 4)
+    with pytest.raises(ValueError, match="attn_impl must be one of .*'cuda'"):
+        spatial_decay_attention(q, q, q, (2, 2), lg, impl='cuda')
+    with pytest.raises(ValueError, match="mode must be one of .*'windows'"):
+        spatial_decay_attention(q, q, q, (2, 2), lg, mode='windows')
+
+
+@pytest.mark.skipif(not flex_available(), reason='torch without FlexAttention')
+def test_flex_backward_on_cpu_is_a_clear_error():
+    q = torch.randn(1, 4, 1, 16, requires_grad=True)
+    with pytest.raises(ValueError, match="attn_impl='flex' has no backward on CPU"):
+        spatial_decay_attention(q, q, q, (2, 2), decay_log_rates(1, 2, 4), impl='flex')
