@@ -4,7 +4,6 @@ Each toolkit is optional: a machine with only torch and mmengine still builds th
 from mmengine's root ``MODELS`` registry (or directly from the class).
 """
 import importlib
-import importlib.util
 import warnings
 from typing import Dict, List
 
@@ -26,14 +25,13 @@ def register_all_modules() -> List[str]:
     registries = [MMENGINE_MODELS]
     done = []
     for name in TOOLKITS:
-        if importlib.util.find_spec(name) is None:
-            continue
         try:
             registries.append(importlib.import_module(f'{name}.registry').MODELS)
             done.append(name)
-        except ImportError as err:  # installed but broken (e.g. no mmcv ops)
-            warnings.warn(f'mmevt: {name} is installed but failed to import ({err}); '
-                          f'EVT is not registered for {name}')
+        except ImportError as err:
+            if getattr(err, 'name', None) != name:  # installed but broken (e.g. no mmcv ops)
+                warnings.warn(f'mmevt: {name} failed to import ({err}); EVT is not '
+                              f'registered for {name}')
     for registry in registries:
         for module_name, cls in MODULES.items():
             registry.register_module(name=module_name, module=cls, force=True)

@@ -2,11 +2,12 @@
 
 torch >= 2.6 unpickles with ``weights_only=True`` by default; mmengine 0.10.7 does not
 pass ``weights_only`` and its checkpoints hold a few non-tensor objects (the message hub's
-``HistoryBuffer``s, numpy scalars and arrays in logs and meta). Rather than turning the
+``HistoryBuffer``s, numpy scalars and arrays in logs and meta, ``HistoryBuffer`` methods). Rather than turning the
 safety off, this module allow-lists exactly those classes. Anything else (``os.system``,
 arbitrary callables) is still refused by torch's restricted unpickler.
 """
-from typing import List
+import pickle
+from typing import Any, List
 
 import numpy as np
 import torch
@@ -34,6 +35,25 @@ def _mmengine_globals() -> List[object]:
     return [HistoryBuffer]
 
 
+def checkpoint_getattr(obj: Any, name: str) -> Any:
+    """The only ``getattr`` a checkpoint may call: a ``HistoryBuffer`` statistics method.
+
+    The message hub pickles ``HistoryBuffer._statistics_methods`` (``min``, ``max``,
+    ``mean``, ``current`` and registered ones) as ``getattr(HistoryBuffer, name)``.
+    Allow-listing the builtin ``getattr`` would let a checkpoint reach any attribute, so
+    this stands in for it under the pickled name and refuses everything else.
+    """
+    from mmengine.logging import HistoryBuffer
+
+    # the built-in four are added to the class dict lazily, by the first instance
+    allowed = set(HistoryBuffer._statistics_methods) | {'min', 'max', 'mean', 'current'}
+    if obj is HistoryBuffer and name in allowed:
+        return getattr(obj, name)
+    raise pickle.UnpicklingError(
+        f'checkpoint asks for getattr({obj!r}, {name!r}); mmevt only allows '
+        f'HistoryBuffer statistics methods {sorted(allowed)}')
+
+
 def _safe_globals() -> List[object]:
     seen, out = set(), []
     for obj in _numpy_globals() + _mmengine_globals():
@@ -43,7 +63,8 @@ def _safe_globals() -> List[object]:
     return out
 
 
-SAFE_CHECKPOINT_GLOBALS: List[object] = _safe_globals()
+SAFE_CHECKPOINT_GLOBALS: List[object] = _safe_globals() + [
+    (checkpoint_getattr, 'builtins.getattr'), (checkpoint_getattr, '__builtin__.getattr')]
 
 
 def enable_safe_checkpoint_loading() -> None:
@@ -55,7 +76,7 @@ def enable_safe_checkpoint_loading() -> None:
     add = getattr(torch.serialization, 'add_safe_globals', None)
     if add is None:
         return
-    have = {id(g) for g in torch.serialization.get_safe_globals()}
-    missing = [g for g in SAFE_CHECKPOINT_GLOBALS if id(g) not in have]
+    have = torch.serialization.get_safe_globals()
+    missing = [g for g in SAFE_CHECKPOINT_GLOBALS if g not in have]
     if missing:
         add(missing)

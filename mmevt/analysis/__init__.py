@@ -1,0 +1,3 @@
+from .complexity import count_macs, count_params, model_complexity
+
+__all__ = ['count_macs', 'count_params', 'model_complexity']

@@ -1,0 +1,74 @@
+"""Parameter and multiply-add counts, the way the RMT/EVT papers report them.
+
+MACs come from ``torch.utils.flop_counter`` (matmuls, linears, convolutions; FLOPs / 2).
+The attention is counted by running it through the explicit reference path, so the
+``q k^T`` and ``A v`` products are counted exactly as a fused kernel computes them
+(padding of the last group included).
+"""
+from contextlib import contextmanager
+from typing import Dict, Iterator, Tuple
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from ..models.backbones.evt import EVT
+from ..models.layers import SpatialDecayAttention
+from ..models.necks import RMTClsNeck
+
+
+def count_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@contextmanager
+def reference_attention(model: nn.Module) -> Iterator[None]:
+    """Temporarily route every decay attention through the explicit reference path."""
+    mods = [m for m in model.modules() if isinstance(m, SpatialDecayAttention)]
+    saved = [m.attn_impl for m in mods]
+    for m in mods:
+        m.attn_impl = 'reference'
+    try:
+        yield
+    finally:
+        for m, impl in zip(mods, saved):
+            m.attn_impl = impl
+
+
+def count_macs(model: nn.Module, input_shape: Tuple[int, ...]) -> int:
+    """Multiply-adds of one forward pass on a zero input of ``input_shape``."""
+    model = model.eval()
+    x = torch.zeros(input_shape)
+    with torch.no_grad(), reference_attention(model), FlopCounterMode(display=False) as fc:
+        model(x)
+    return fc.get_total_flops() // 2
+
+
+class _RMTClassifier(nn.Module):
+    """Backbone + the authors' classification neck/head, for counting only."""
+
+    def __init__(self, arch: str, num_classes: int = 1000):
+        super().__init__()
+        self.backbone = EVT(arch, out_indices=(3, ), out_norm_cfg=None)
+        dims = self.backbone.embed_dims[-1]
+        self.neck = RMTClsNeck(dims, 1024)
+        self.head = nn.Linear(1024, num_classes)
+
+    def forward(self, x):
+        return self.head(self.neck(self.backbone(x))[0])
+
+
+def model_complexity(arch: str, img_size: Tuple[int, int] = (224, 224),
+                     num_classes: int = 1000) -> Dict[str, float]:
+    """Params and MACs of the classifier (backbone + RMT head) and of the backbone alone.
+
+    Returns:
+        dict: ``params`` and ``macs`` of the classifier, ``backbone_params`` and
+        ``backbone_macs`` (the backbone with its four output norms).
+    """
+    clf = _RMTClassifier(arch, num_classes)
+    backbone = EVT(arch)
+    shape = (1, 3) + tuple(img_size)
+    return dict(params=count_params(clf), macs=count_macs(clf, shape),
+                backbone_params=count_params(backbone),
+                backbone_macs=count_macs(backbone, shape))

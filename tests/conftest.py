@@ -1,0 +1,36 @@
+"""Shared helpers: repo paths, tool runner, generated datasets."""
+import os
+import os.path as osp
+import subprocess
+import sys
+
+import pytest
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+CONFIGS = osp.join(REPO, 'configs')
+
+
+def run_tool(*args, timeout=900, env=None, check=True):
+    """Run ``python <args>`` from the repo root; return combined stdout+stderr."""
+    full_env = dict(os.environ, PYTHONHASHSEED='0', OMP_NUM_THREADS='2')
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, *args], cwd=REPO, env=full_env, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f'{args} exited {proc.returncode}:\n{proc.stdout[-6000:]}')
+    return proc.stdout if check else proc
+
+
+@pytest.fixture(scope='session')
+def shapes_root(tmp_path_factory):
+    """8 training + 4 validation images, COCO and ADE20K layouts (made once per session)."""
+    from mmevt.datasets import generate_shapes
+    root = str(tmp_path_factory.mktemp('shapes'))
+    generate_shapes(root, num_train=8, num_val=4, img_size=(96, 128), seed=0)
+    return root
+
+
+def write_config(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+    return str(path)

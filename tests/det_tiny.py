@@ -1,0 +1,59 @@
+"""Shrink a real mmdet config of ours for CPU tests: tiny arch, small images, 8 images."""
+
+
+def tiny_det_config(base: str, data_root: str, work_dir: str, max_epochs: int = 1,
+                    mask: bool = True, arch: str = 'evt-test',
+                    neck_channels=(16, 32, 64, 128), extra: str = '') -> str:
+    """Config text inheriting ``base`` (absolute path) with tiny model and data."""
+    ann = 'annotations/instances_{}.json'
+    with_mask = 'True' if mask else 'False'
+    heads = ("roi_head=dict(bbox_head=dict(num_classes=3), mask_head=dict(num_classes=3))"
+             if mask else "bbox_head=dict(num_classes=3)")
+    pack = "dict(type='PackDetInputs')"
+    pack_test = ("dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', "
+                 "'img_shape', 'scale_factor'))")
+    metric = "['bbox', 'segm']" if mask else "'bbox'"
+    test_cfg = ("dict(rcnn=dict(score_thr=0.0))" if mask else "dict(score_thr=0.0)")
+    return f'''
+_base_ = {base!r}
+data_root = {data_root + '/'!r}
+work_dir = {work_dir!r}
+metainfo = dict(classes=('circle', 'square', 'triangle'))
+model = dict(
+    backbone=dict(arch={arch!r}, norm_cfg=dict(type='BN'), init_cfg=None),
+    neck=dict(in_channels={list(neck_channels)!r}),
+    {heads},
+    # untrained models score low: keep every box so the COCO metrics have input
+    test_cfg={test_cfg})
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask={with_mask}),
+    dict(type='Resize', scale=(128, 96), keep_ratio=True),
+    dict(type='RandomFlip', prob=0.5),
+    {pack},
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='Resize', scale=(128, 96), keep_ratio=True),
+    dict(type='LoadAnnotations', with_bbox=True, with_mask={with_mask}),
+    {pack_test},
+]
+train_dataloader = dict(
+    batch_size=4, num_workers=0, persistent_workers=False,
+    dataset=dict(data_root=data_root, metainfo=metainfo, ann_file={ann.format('training')!r},
+                 data_prefix=dict(img='images/training/'), pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=2, num_workers=0, persistent_workers=False,
+    dataset=dict(data_root=data_root, metainfo=metainfo,
+                 ann_file={ann.format('validation')!r},
+                 data_prefix=dict(img='images/validation/'), pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(ann_file=data_root + {ann.format('validation')!r}, metric={metric})
+test_evaluator = val_evaluator
+train_cfg = dict(max_epochs={max_epochs}, val_interval={max_epochs})
+param_scheduler = [dict(type='ConstantLR', factor=1.0, by_epoch=False, begin=0, end=1)]
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=1))
+env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork'))
+randomness = dict(seed=0, deterministic=False)
+{extra}
+'''

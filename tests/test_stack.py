@@ -1,0 +1,171 @@
+"""The installed stack: toolkits with mmcv ops, registration, tools, safe checkpoints."""
+import os
+import os.path as osp
+import pickle
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import CONFIGS, REPO, run_tool, write_config
+from det_tiny import tiny_det_config
+
+MASK_RCNN = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
+
+
+def test_toolkits_import_with_compiled_mmcv_ops():
+    import mmcv
+    from mmcv.ops import RoIAlign, nms
+    import mmdet
+    import mmpretrain
+    import mmseg
+    assert mmcv.__version__ == '2.1.0'
+    assert (mmdet.__version__, mmseg.__version__, mmpretrain.__version__) == ('3.3.0', '1.2.2',
+                                                                              '1.2.0')
+    boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 10., 10.], [20., 20., 30., 30.]])
+    dets, keep = nms(boxes, torch.tensor([0.9, 0.8, 0.7]), iou_threshold=0.5)
+    assert keep.tolist() == [0, 2]
+    feats = torch.arange(16.).view(1, 1, 4, 4)
+    out = RoIAlign((2, 2), 1.0, 0)(feats, torch.tensor([[0., 0., 0., 4., 4.]]))
+    assert out.shape == (1, 1, 2, 2)
+
+
+def test_import_registers_into_every_toolkit():
+    import mmevt
+    from mmdet.registry import MODELS as DET
+    from mmpretrain.registry import MODELS as CLS
+    from mmseg.registry import MODELS as SEG
+    assert mmevt.REGISTERED_TOOLKITS == ['mmpretrain', 'mmdet', 'mmseg']
+    for registry in (DET, SEG, CLS):
+        model = registry.build(dict(type='EVT', arch='evt-test'))
+        assert isinstance(model, mmevt.EVT)
+    assert CLS.get('RMTClsNeck') is mmevt.RMTClsNeck
+
+
+def test_model_code_needs_only_torch_mmengine_einops():
+    # Block every OpenMMLab toolkit and mmcv: the backbone must still build and run.
+    code = r'''
+import sys, importlib.abc, warnings
+BLOCKED = ('mmcv', 'mmdet', 'mmseg', 'mmpretrain')
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split('.')[0] in BLOCKED:
+            raise ModuleNotFoundError(f'blocked {name}', name=name)
+sys.meta_path.insert(0, Block())
+import torch
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter('always')
+    import mmevt
+from mmevt.models import EVT
+out = EVT('evt-test')(torch.randn(1, 3, 64, 64))
+assert len(out) == 4
+assert not any(m.split('.')[0] in BLOCKED for m in sys.modules), sorted(sys.modules)
+print('OK', mmevt.REGISTERED_TOOLKITS)
+'''
+    out = run_tool('-c', code)
+    assert 'OK []' in out
+
+
+@pytest.fixture(scope='module')
+def trained_mask_rcnn(shapes_root, tmp_path_factory):
+    """A tiny Mask R-CNN trained 1 epoch = 2 iterations (8 images, batch 4)."""
+    tmp = tmp_path_factory.mktemp('maskrcnn')
+    work = str(tmp / 'work')
+    cfg = write_config(tmp / 'mask_rcnn_tiny.py', tiny_det_config(MASK_RCNN, shapes_root, work))
+    log = run_tool('tools/train.py', cfg)
+    return cfg, work, log
+
+
+def test_mask_rcnn_trains_tests_and_resumes(trained_mask_rcnn, tmp_path):
+    cfg, work, log = trained_mask_rcnn
+    assert 'Epoch(train) [1][2/2]' in log and 'loss_mask' in log
+    ckpt = osp.join(work, 'epoch_1.pth')
+    assert osp.isfile(ckpt)
+    # evaluate the saved checkpoint through tools/test.py: COCO bbox and segm metrics
+    out = run_tool('tools/test.py', cfg, ckpt, '--work-dir', str(tmp_path / 'test'))
+    for metric in ('coco/bbox_mAP:', 'coco/bbox_mAP_50:', 'coco/segm_mAP:'):
+        assert metric in out
+    # --resume continues from epoch 1 to epoch 2
+    out = run_tool('tools/train.py', cfg, '--resume', '--cfg-options',
+                   'train_cfg.max_epochs=2')
+    assert 'resumed epoch: 1, iter: 2' in out
+    assert 'Epoch(train) [2][2/2]' in out and 'Epoch(train) [1][' not in out
+    assert osp.isfile(osp.join(work, 'epoch_2.pth'))
+
+
+def test_toolkit_own_test_tool_runs_our_config(trained_mask_rcnn, tmp_path):
+    cfg, work, _ = trained_mask_rcnn
+    from mmevt.apis import toolkit_tool_path
+    out = run_tool(toolkit_tool_path('mmdet', 'test'), cfg, osp.join(work, 'epoch_1.pth'),
+                   '--work-dir', str(tmp_path))
+    assert 'coco/segm_mAP:' in out
+
+
+def test_runner_checkpoint_loads_with_weights_only(trained_mask_rcnn):
+    _, work, _ = trained_mask_rcnn
+    ckpt = osp.join(work, 'epoch_1.pth')
+    load = ('import sys, torch\n'
+            f'{{}}ck = torch.load({ckpt!r}, map_location="cpu", weights_only=True)\n'
+            'print("LOADED", sorted(ck))')
+    out = run_tool('-c', load.format('import mmevt\n'))
+    assert "LOADED ['message_hub', 'meta', 'optimizer', 'param_schedulers', 'state_dict']" in out
+    # without mmevt the same load fails: the allow-list is what makes it work
+    proc = run_tool('-c', load.format(''), check=False)
+    assert proc.returncode != 0 and 'Weights only load failed' in proc.stdout
+
+
+class _Evil:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.system, (f'touch {self.path}', ))
+
+
+def test_malicious_checkpoint_is_refused(tmp_path):
+    import mmevt  # noqa: F401
+    from mmengine.runner import load_checkpoint
+    marker = tmp_path / 'pwned'
+    bad = tmp_path / 'evil.pth'
+    torch.save({'state_dict': {}, 'meta': _Evil(str(marker))}, bad)
+    with pytest.raises(pickle.UnpicklingError, match=r'unsupported GLOBAL posix.system'):
+        torch.load(bad, map_location='cpu')
+    with pytest.raises(pickle.UnpicklingError, match='Weights only load failed'):
+        load_checkpoint(torch.nn.Linear(1, 1), str(bad), map_location='cpu')
+    assert not marker.exists()
+
+
+def test_checkpoint_getattr_is_restricted(tmp_path):
+    import mmevt  # noqa: F401
+    from mmengine.logging import HistoryBuffer
+
+    class _EvilGetattr:
+        def __reduce__(self):
+            return (getattr, (HistoryBuffer, '__init__'))
+
+    bad = tmp_path / 'getattr.pth'
+    torch.save({'x': _EvilGetattr()}, bad)
+    with pytest.raises(pickle.UnpicklingError, match="getattr.*'__init__'.*only allows"):
+        torch.load(bad, map_location='cpu')
+
+
+def test_tools_pick_the_toolkit_from_default_scope(tmp_path):
+    from mmevt.apis import toolkit_of
+    assert toolkit_of(MASK_RCNN) == 'mmdet'
+    bad = write_config(tmp_path / 'bad.py', "default_scope = 'mmocr'\n")
+    with pytest.raises(ValueError, match=r"default_scope must be one of .*got 'mmocr'"):
+        toolkit_of(bad)
+    with pytest.raises(FileNotFoundError, match='config file .*missing.py'):
+        toolkit_of(str(tmp_path / 'missing.py'))
+    out = run_tool('tools/train.py', str(tmp_path / 'missing.py'), check=False)
+    assert out.returncode != 0 and 'missing.py' in out.stdout
+
+
+def test_environment_is_reused_quickly():
+    # the bootstrap's second run only checks the stamp and the mmcv ops (no installs)
+    env = dict(os.environ, MMEVT_VENV=osp.dirname(osp.dirname(sys.executable)))
+    proc = subprocess.run(['bash', 'tools/bootstrap.sh'], cwd=REPO, env=env, timeout=120,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout
+    assert 'installing' not in proc.stdout and 'building' not in proc.stdout
