@@ -1,0 +1,6 @@
+# EVT-L on ImageNet-1k at 224: evt-t_8xb128_in1k.py's recipe, drop path 0.55.
+_base_ = './evt-t_8xb128_in1k.py'
+
+model = dict(
+    backbone=dict(arch='evt-l', drop_path_rate=0.55),
+    neck=dict(in_channels=640))
