@@ -1,0 +1,8 @@
+# EVT-B: the evt-t config of this family with the backbone swapped.
+_base_ = './cascade-mask-rcnn_evt-t_fpn_ms-3x_coco.py'
+
+pretrained = 'checkpoints/evt-b_in1k.pth'  # noqa: replace with your ImageNet checkpoint
+model = dict(
+    backbone=dict(arch='evt-b', init_cfg=dict(checkpoint=pretrained)),
+    neck=dict(in_channels=[80, 160, 320, 512]))
+optim_wrapper = dict(optimizer=dict(lr=1e-4))

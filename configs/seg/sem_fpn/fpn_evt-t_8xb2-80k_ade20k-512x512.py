@@ -1,0 +1,42 @@
+# Semantic FPN with an EVT-T backbone on ADE20K, 512x512 crops, 80k iterations,
+# AdamW lr 1e-4 wd 1e-4, poly decay. Batch 16 in total (8 GPUs x 2 images).
+_base_ = [
+    'mmseg::_base_/models/fpn_r50.py',
+    'mmseg::_base_/datasets/ade20k.py',
+    'mmseg::_base_/default_runtime.py',
+    'mmseg::_base_/schedules/schedule_80k.py',
+]
+custom_imports = dict(imports=['mmevt'], allow_failed_imports=False)
+
+crop_size = (512, 512)
+# ImageNet-1k checkpoint of the backbone: replace with your file.
+pretrained = 'checkpoints/evt-t_in1k.pth'  # noqa
+model = dict(
+    data_preprocessor=dict(size=crop_size),
+    pretrained=None,
+    backbone=dict(
+        _delete_=True,
+        type='EVT',
+        arch='evt-t',
+        out_indices=(0, 1, 2, 3),
+        norm_cfg=dict(type='SyncBN', requires_grad=True),
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')),
+    neck=dict(in_channels=[64, 128, 256, 512]),
+    decode_head=dict(num_classes=150))
+
+optim_wrapper = dict(
+    _delete_=True,
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=1e-4, betas=(0.9, 0.999), weight_decay=1e-4),
+    paramwise_cfg=dict(norm_decay_mult=0.),
+    clip_grad=None)
+param_scheduler = [
+    dict(type='PolyLR', eta_min=0.0, power=0.9, begin=0, end=80000, by_epoch=False)
+]
+train_dataloader = dict(batch_size=2)
+val_dataloader = dict(batch_size=1)
+test_dataloader = val_dataloader
+auto_scale_lr = dict(enable=False, base_batch_size=16)
+
+# Multi-scale (0.5-1.75) + flip testing: `tools/test.py CONFIG CKPT --tta` uses the
+# tta_pipeline of mmseg's ade20k.py base.

@@ -1,0 +1,46 @@
+"""Every config in configs/ parses, loads the plugin, and builds a consistent model."""
+import glob
+import os.path as osp
+
+import pytest
+
+from conftest import CONFIGS
+
+ALL = sorted(p for p in glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=True)
+             if '_base_' not in p)
+
+
+def _registry(scope):
+    import importlib
+    return importlib.import_module(f'{scope}.registry').MODELS
+
+
+@pytest.mark.parametrize('path', ALL, ids=[osp.relpath(p, CONFIGS) for p in ALL])
+def test_config_builds_and_channels_match(path):
+    import mmevt  # noqa: F401
+    from mmengine.config import Config
+    cfg = Config.fromfile(path)
+    assert cfg.custom_imports == dict(imports=['mmevt'], allow_failed_imports=False)
+    assert cfg.default_scope in ('mmdet', 'mmseg', 'mmpretrain')
+    # nothing may point at the network (no downloads here)
+    assert '://' not in cfg.pretty_text.replace('backend_args', '')
+    from mmengine.registry import DefaultScope
+    with DefaultScope.overwrite_default_scope(cfg.default_scope):
+        model = _registry(cfg.default_scope).build(cfg.model)
+    backbone = model.backbone
+    assert type(backbone).__name__ == 'EVT'
+    dims = [backbone.embed_dims[i] for i in backbone.out_indices]
+    if cfg.default_scope == 'mmpretrain':
+        assert model.neck.proj.in_features == dims[-1]
+    elif cfg.model.type == 'EncoderDecoder' and cfg.model.decode_head.type == 'UPerHead':
+        assert list(cfg.model.decode_head.in_channels) == dims
+        assert cfg.model.auxiliary_head.in_channels == dims[cfg.model.auxiliary_head.in_index]
+    else:
+        assert list(cfg.model.neck.in_channels) == dims
+    # the file name names the backbone it builds (OpenMMLab naming)
+    arch = cfg.model.backbone.arch
+    assert f'_{arch}_' in osp.basename(path) or osp.basename(path).startswith(f'{arch}_')
+    init = cfg.model.backbone.get('init_cfg')
+    if cfg.default_scope != 'mmpretrain':
+        assert init['type'] == 'Pretrained'
+        assert init['checkpoint'] == f'checkpoints/{arch}_in1k.pth'
