@@ -2,13 +2,24 @@
 
 
 def tiny_det_config(base: str, data_root: str, work_dir: str, max_epochs: int = 1,
-                    mask: bool = True, arch: str = 'evt-test',
-                    neck_channels=(16, 32, 64, 128), extra: str = '') -> str:
-    """Config text inheriting ``base`` (absolute path) with tiny model and data."""
+                    family: str = 'mask_rcnn', arch: str = 'evt-test',
+                    extra: str = '') -> str:
+    """Config text inheriting ``base`` (absolute path) with tiny model and data.
+
+    ``family``: ``mask_rcnn``, ``cascade`` (the cascade's list of bbox heads cannot be
+    partially overridden in a child config: pass :data:`CASCADE_OPTS` to the tools) or
+    ``retinanet``.
+    """
     ann = 'annotations/instances_{}.json'
+    mask = family != 'retinanet'
     with_mask = 'True' if mask else 'False'
-    heads = ("roi_head=dict(bbox_head=dict(num_classes=3), mask_head=dict(num_classes=3))"
-             if mask else "bbox_head=dict(num_classes=3)")
+    neck_channels = [16, 32, 64, 128] if mask else [32, 64, 128]
+    heads = {
+        'mask_rcnn': "roi_head=dict(bbox_head=dict(num_classes=3), "
+                     "mask_head=dict(num_classes=3))",
+        'cascade': "roi_head=dict(mask_head=dict(num_classes=3))",
+        'retinanet': "bbox_head=dict(num_classes=3)",
+    }[family]
     pack = "dict(type='PackDetInputs')"
     pack_test = ("dict(type='PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', "
                  "'img_shape', 'scale_factor'))")
@@ -57,3 +68,7 @@ env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork'))
 randomness = dict(seed=0, deterministic=False)
 {extra}
 '''
+
+
+CASCADE_OPTS = ['--cfg-options'] + [
+    f'model.roi_head.bbox_head.{i}.num_classes=3' for i in range(3)]

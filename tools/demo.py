@@ -39,8 +39,9 @@ def run(args, log_path):
         for line in proc.stdout:
             log.write(line)
             lines.append(line)
-            if PROGRESS.search(line):
-                print('   ' + line.rstrip()[-150:], flush=True)
+            m = PROGRESS.search(line)
+            if m:
+                print('   ' + line[m.start():].rstrip()[:140], flush=True)
         proc.wait()
     if proc.returncode:
         sys.exit(f'failed ({proc.returncode}); full log: {log_path}\n' + ''.join(lines[-30:]))
@@ -55,6 +56,23 @@ def last_metrics(log: str, keys):
             sys.exit(f'metric {key} not found in the test log')
         out[key] = float(found[-1])
     return out
+
+
+def det_options(data_root: str) -> list:
+    """``--cfg-options`` pointing the detection demo config at ``data_root``."""
+    data = data_root.rstrip('/') + '/'
+    ann = f'{data}annotations/instances_validation.json'
+    return ['--cfg-options', f'data_root={data}'] + [
+        f'{split}_dataloader.dataset.data_root={data}' for split in ('train', 'val', 'test')
+    ] + [f'val_evaluator.ann_file={ann}', f'test_evaluator.ann_file={ann}']
+
+
+def seg_options(data_root: str) -> list:
+    """``--cfg-options`` pointing the segmentation demo config at ``data_root``."""
+    data = data_root.rstrip('/') + '/'
+    return ['--cfg-options'] + [
+        f'{split}_dataloader.dataset.data_root={data}' for split in ('train', 'val', 'test')
+    ]
 
 
 def background_only_miou(data_root: str) -> float:
@@ -73,8 +91,8 @@ def main() -> None:
     parser.add_argument('--work-dir', default=osp.join(REPO, 'work_dirs', 'demo'))
     parser.add_argument('--num-train', type=int, default=400)
     parser.add_argument('--num-val', type=int, default=50)
-    parser.add_argument('--det-epochs', type=int, default=12)
-    parser.add_argument('--seg-iters', type=int, default=600)
+    parser.add_argument('--det-epochs', type=int, default=10)
+    parser.add_argument('--seg-iters', type=int, default=1200)
     args = parser.parse_args()
     t0 = time.time()
 
@@ -87,16 +105,7 @@ def main() -> None:
     work = osp.join(args.work_dir, time.strftime('%Y%m%d_%H%M%S'))
     os.makedirs(work)
     print(f'      results of this run: {work}', flush=True)
-    data = args.data.rstrip('/') + '/'
-    det_opts = ['--cfg-options', f'data_root={data}',
-                f'train_dataloader.dataset.data_root={data}',
-                f'val_dataloader.dataset.data_root={data}',
-                f'test_dataloader.dataset.data_root={data}',
-                f'val_evaluator.ann_file={data}annotations/instances_validation.json',
-                f'test_evaluator.ann_file={data}annotations/instances_validation.json']
-    seg_opts = ['--cfg-options', f'train_dataloader.dataset.data_root={data}',
-                f'val_dataloader.dataset.data_root={data}',
-                f'test_dataloader.dataset.data_root={data}']
+    det_opts, seg_opts = det_options(args.data), seg_options(args.data)
 
     print(f'[2/3] training Mask R-CNN (EVT) for {args.det_epochs} epochs', flush=True)
     det_dir = osp.join(work, 'mask_rcnn')

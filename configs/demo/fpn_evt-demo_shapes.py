@@ -33,15 +33,17 @@ test_pipeline = [
     dict(type='LoadAnnotations', reduce_zero_label=True),
     dict(type='PackSegInputs'),
 ]
-train_dataloader = dict(
-    batch_size=8, num_workers=1,
-    dataset=dict(data_root=data_root, metainfo=metainfo, pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=8, num_workers=1,
-    dataset=dict(data_root=data_root, metainfo=metainfo, pipeline=test_pipeline))
+# ADE20KDataset fixes its 150 class names; the same layout with our 4 classes is a
+# BaseSegDataset with ADE20K's suffixes and reduce_zero_label.
+dataset = dict(type='BaseSegDataset', data_root=data_root, metainfo=metainfo,
+               img_suffix='.jpg', seg_map_suffix='.png', reduce_zero_label=True)
+train_dataloader = dict(batch_size=8, num_workers=1,
+                        dataset=dict(**dataset, pipeline=train_pipeline))
+val_dataloader = dict(batch_size=8, num_workers=1,
+                      dataset=dict(**dataset, pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
-max_iters = 600
+max_iters = 1200
 train_cfg = dict(max_iters=max_iters, val_interval=max_iters)
 optim_wrapper = dict(optimizer=dict(lr=1e-3, weight_decay=1e-4))
 param_scheduler = [

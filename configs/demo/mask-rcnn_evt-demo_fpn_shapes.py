@@ -55,7 +55,7 @@ test_dataloader = val_dataloader
 val_evaluator = dict(ann_file=data_root + 'annotations/instances_validation.json')
 test_evaluator = val_evaluator
 
-max_epochs = 12
+max_epochs = 10
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
 param_scheduler = [
