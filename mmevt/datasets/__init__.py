@@ -1,3 +1,3 @@
-from .shapes import SHAPE_CLASSES, generate_shapes
+from .shapes import CLS_CLASSES, SHAPE_CLASSES, generate_shape_classes, generate_shapes
 
-__all__ = ['SHAPE_CLASSES', 'generate_shapes']
+__all__ = ['CLS_CLASSES', 'SHAPE_CLASSES', 'generate_shape_classes', 'generate_shapes']

@@ -20,6 +20,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 SHAPE_CLASSES = ('circle', 'square', 'triangle')
+# classification: one shape per image, told apart by its number of sides
+CLS_CLASSES = ('triangle', 'square', 'pentagon', 'hexagon', 'octagon', 'circle')
 SEG_CLASSES = ('background', ) + SHAPE_CLASSES
 SPLITS = ('training', 'validation')
 
@@ -37,13 +39,13 @@ def _background(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
+_SIDES = {'triangle': 3, 'square': 4, 'pentagon': 5, 'hexagon': 6, 'octagon': 8,
+          'circle': 32}
+
+
 def _polygon(kind: str, cx: float, cy: float, r: float, rot: float) -> List[Tuple[float, float]]:
-    if kind == 'circle':
-        n, start = 32, 0.
-    elif kind == 'square':
-        n, start = 4, rot + math.pi / 4
-    else:
-        n, start = 3, rot - math.pi / 2
+    n = _SIDES[kind]
+    start = 0. if kind == 'circle' else rot
     return [(cx + r * math.cos(start + 2 * math.pi * i / n),
              cy + r * math.sin(start + 2 * math.pi * i / n)) for i in range(n)]
 
@@ -144,3 +146,43 @@ def generate_shapes(root: str,
     with open(stamp, 'w') as f:
         json.dump(settings, f)
     return paths
+
+
+def generate_shape_classes(root: str,
+                           num_train: int = 8,
+                           num_val: int = 4,
+                           img_size: Tuple[int, int] = (64, 64),
+                           seed: int = 0) -> Dict[str, str]:
+    """An ImageNet-layout classification set: one shape per image, six classes.
+
+    Writes ``train/<class>/*.jpg``, ``val/<class>/*.jpg`` and ``meta/{train,val}.txt``
+    (``<class>/<file> <label>`` per line), the layout of mmpretrain's ``ImageNet`` /
+    ``CustomDataset``. ``num_train`` / ``num_val`` are per class.
+
+    Returns:
+        dict: the annotation file of each split.
+    """
+    h, w = img_size
+    if h < 32 or w < 32:
+        raise ValueError(f'img_size must be at least 32 x 32, got {img_size}')
+    rng = np.random.default_rng(seed)
+    os.makedirs(osp.join(root, 'meta'), exist_ok=True)
+    anns = {}
+    for split, count in (('train', num_train), ('val', num_val)):
+        lines = []
+        for label, name in enumerate(CLS_CLASSES):
+            os.makedirs(osp.join(root, split, name), exist_ok=True)
+            for i in range(count):
+                img = Image.fromarray(_background(rng, h, w))
+                r = rng.uniform(0.25, 0.4) * min(h, w)
+                cx, cy = rng.uniform(r, w - r), rng.uniform(r, h - r)
+                pts = _polygon(name, cx, cy, r, rng.uniform(0, math.pi))
+                colour = tuple(int(c) for c in rng.integers(0, 256, size=3))
+                ImageDraw.Draw(img).polygon(pts, fill=colour, outline=(0, 0, 0))
+                rel = f'{name}/{i:05d}.jpg'
+                img.save(osp.join(root, split, rel), quality=95)
+                lines.append(f'{rel} {label}')
+        anns[split] = osp.join(root, 'meta', f'{split}.txt')
+        with open(anns[split], 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+    return anns
