@@ -40,6 +40,8 @@ def test_config_builds_and_channels_match(path):
     # the file name names the backbone it builds (OpenMMLab naming)
     arch = cfg.model.backbone.arch
     assert f'_{arch}_' in osp.basename(path) or osp.basename(path).startswith(f'{arch}_')
+    if cfg.get('load_from'):
+        assert cfg.load_from == f'checkpoints/{arch}_in1k.pth'
     init = cfg.model.backbone.get('init_cfg')
     if cfg.default_scope != 'mmpretrain':
         assert init['type'] == 'Pretrained'

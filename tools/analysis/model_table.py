@@ -1,0 +1,112 @@
+#!/usr/bin/env python
+"""Params and FLOPs of whole detection / segmentation models built from our configs.
+
+    python tools/analysis/model_table.py det   # configs/det at 1280 x 800 (W x H)
+    python tools/analysis/model_table.py seg   # configs/seg at 2048 x 512 (W x H)
+
+Params are the whole model's. FLOPs are multiply-adds of the feature extractor
+(``model.extract_feat``: backbone + FPN neck where the model has one), the part that
+changes with the backbone; the heads' cost depends on the number of proposals and is left
+out. They are counted by ``torch.utils.flop_counter`` with EVT's attention routed through the
+explicit reference path, so attention matmuls are counted. Configs sharing a model (1x and
+3x schedules) are measured once. Prints a markdown table with the papers' / authors' numbers
+next to ours, labelled as theirs.
+"""
+import argparse
+import glob
+import importlib
+import json
+import os.path as osp
+import re
+import sys
+
+import torch
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+# The papers' / authors' numbers (../shared/design/EVT.md section 5); never measured here.
+PAPER = {
+    ('mask-rcnn', '1x', 'rmt-t'): 'authors: 47.1 / 42.6',
+    ('mask-rcnn', '1x', 'rmt-s'): 'authors: 49.0 / 43.9',
+    ('mask-rcnn', '1x', 'rmt-b'): 'authors: 51.1 / 45.5',
+    ('mask-rcnn', '1x', 'rmt-l'): 'authors: 51.6 / 45.9',
+    ('mask-rcnn', 'ms-3x', 'rmt-s'): 'authors: 50.7 / 44.9',
+    ('mask-rcnn', 'ms-3x', 'rmt-b'): 'authors: 52.2 / 46.1',
+    ('cascade-mask-rcnn', 'ms-3x', 'rmt-s'): 'authors: 53.2 / 46.1',
+    ('cascade-mask-rcnn', 'ms-3x', 'rmt-b'): 'authors: 54.5 / 47.2',
+    ('retinanet', '1x', 'rmt-t'): 'authors: 45.1',
+    ('retinanet', '1x', 'rmt-s'): 'authors: 47.8',
+    ('retinanet', '1x', 'rmt-b'): 'authors: 49.1',
+    ('retinanet', '1x', 'rmt-l'): 'authors: 49.4',
+    ('fpn', '80k', 'evt-t'): 'paper: 48.3',
+    ('fpn', '80k', 'evt-s'): 'paper: 50.0',
+    ('fpn', '80k', 'evt-b'): 'paper: 51.7',
+    ('fpn', '80k', 'evt-l'): 'paper: 52.0',
+    ('upernet', '160k', 'evt-b'): 'paper: 52.7',
+    ('fpn', '80k', 'rmt-t'): 'authors: 46.4',
+    ('fpn', '80k', 'rmt-s'): 'authors: 49.4',
+    ('fpn', '80k', 'rmt-b'): 'authors: 50.4',
+    ('fpn', '80k', 'rmt-l'): 'authors: 51.4',
+    ('upernet', '160k', 'rmt-s'): 'authors: 49.8',
+    ('upernet', '160k', 'rmt-b'): 'authors: 52.0',
+    ('upernet', '160k', 'rmt-l'): 'authors: 52.8',
+}
+NAME = re.compile(r'^(?P<family>[a-z-]+?)_(?P<arch>(?:evt|rmt)(?:-swin)?-[tsbl])_.*?'
+                  r'(?P<sched>1x|ms-3x|80k|160k)')
+
+
+def _measure(cfg_path: str, shape):
+    import mmevt  # noqa: F401
+    from mmengine.config import Config
+    from mmengine.registry import DefaultScope
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from mmevt.analysis.complexity import reference_attention
+    cfg = Config.fromfile(cfg_path)
+    cfg.model.backbone.init_cfg = None
+    scope = cfg.default_scope
+    with DefaultScope.overwrite_default_scope(scope):
+        model = importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model).eval()
+        x = torch.zeros((1, 3) + tuple(shape))
+        with torch.no_grad(), reference_attention(model), \
+                FlopCounterMode(display=False) as counter:
+            model.extract_feat(x)
+    params = sum(p.numel() for p in model.parameters())
+    return params, counter.get_total_flops() // 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('task', choices=['det', 'seg'])
+    parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
+                        help='default: 800 1280 (det), 512 2048 (seg)')
+    parser.add_argument('--filter', default='', help='only configs whose name contains this')
+    parser.add_argument('--json', help='also write the numbers here')
+    args = parser.parse_args()
+    shape = args.shape or ((800, 1280) if args.task == 'det' else (512, 2048))
+    paths = sorted(glob.glob(osp.join(REPO, 'configs', args.task, '*', '*.py')))
+    paths = [p for p in paths if args.filter in osp.basename(p)]
+    metric = 'box / mask AP' if args.task == 'det' else 'mIoU'
+    print(f'| config | params (M) | backbone+neck FLOPs (G) @ {shape[1]}x{shape[0]} | their {metric} '
+          f'| our {metric} |')
+    print('|---|---|---|---|---|')
+    cache, rows = {}, {}
+    for path in paths:
+        name = osp.splitext(osp.basename(path))[0]
+        m = NAME.match(name)
+        family, arch, sched = (m['family'], m['arch'], m['sched']) if m else (name, '', '')
+        key = (family, arch)
+        if key not in cache:
+            cache[key] = _measure(path, shape)
+        params, macs = cache[key]
+        rows[name] = dict(params=params, macs=macs)
+        paper = PAPER.get((family, sched, arch), '-')
+        print(f'| {name} | {params / 1e6:.1f} | {macs / 1e9:.0f} | {paper} | not trained here |',
+              flush=True)
+    if args.json:
+        with open(args.json, 'w') as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
