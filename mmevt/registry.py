@@ -35,4 +35,9 @@ def register_all_modules() -> List[str]:
     for registry in registries:
         for module_name, cls in MODULES.items():
             registry.register_module(name=module_name, module=cls, force=True)
+    if 'mmpretrain' in done:
+        from mmpretrain.registry import METRICS
+
+        from .evaluation import SubsetAccuracy
+        METRICS.register_module(name='SubsetAccuracy', module=SubsetAccuracy, force=True)
     return done

@@ -120,3 +120,36 @@ def test_layer_wise_lr_decay_constructor():
     assert head == pytest.approx(1e-3)
     assert stem == pytest.approx(1e-3 * 0.5 ** (total - 1))
     assert block == pytest.approx(1e-3 * 0.5 ** (total - 1 - 4))
+
+
+def test_subset_accuracy_restricts_scores_to_the_subset(tmp_path):
+    import mmevt  # noqa: F401
+    from mmpretrain.registry import METRICS
+    from mmpretrain.evaluation import Accuracy
+    full = [f'n{i:08d}' for i in range(10)]  # a 10-class stand-in for ImageNet-1k
+    train = tmp_path / 'imagenet' / 'train'
+    for w in full:
+        (train / w).mkdir(parents=True)
+    subset = tmp_path / 'imagenet-a'
+    for w in (full[7], full[2], full[5]):  # folder order on disk does not matter
+        (subset / w).mkdir(parents=True)
+    metric = METRICS.build(dict(type='SubsetAccuracy', subset_wnids=str(subset),
+                                imagenet_wnids=str(train), topk=(1, )))
+    assert metric.indices.tolist() == [2, 5, 7]  # sorted subset labels -> 1k classes
+    # fake logits: the global arg-max is always a class outside the subset
+    scores, labels = [], []
+    for label, k in enumerate([2, 5, 7]):
+        s = torch.zeros(10)
+        s[9] = 9.  # not in the subset
+        s[k] = 5.
+        scores.append(s)
+        labels.append(label)
+    samples = [dict(pred_score=s, gt_label=torch.tensor([lb])) for s, lb in zip(scores, labels)]
+    metric.process(None, samples)
+    assert metric.evaluate(3)['accuracy/top1'] == 100.0
+    plain = Accuracy(topk=(1, ))
+    plain.process(None, samples)
+    assert plain.evaluate(3)['accuracy/top1'] == 0.0
+    with pytest.raises(ValueError, match=r'not ImageNet-1k classes, e.g. \[.n09999999.\]'):
+        METRICS.build(dict(type='SubsetAccuracy', subset_wnids=['n09999999'],
+                           imagenet_wnids=str(train)))

@@ -5,7 +5,8 @@
 2. trains a Mask R-CNN and a Semantic FPN with an EVT backbone through ``tools/train.py``
    (configs/demo/, which inherit the real configs);
 3. evaluates both with ``tools/test.py`` (COCO bbox/segm mAP, mIoU), draws predictions on
-   validation images, and prints a summary table.
+   validation images and attention pictures (decay maps, token groups, attention rollout of
+   the trained detector), and prints a summary table.
 
 Every run writes into a new time-stamped directory under ``--work-dir``: nothing from an
 earlier run is overwritten.
@@ -25,7 +26,7 @@ from PIL import Image
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 DET_CFG = osp.join(REPO, 'configs', 'demo', 'mask-rcnn_evt-demo_fpn_shapes.py')
 SEG_CFG = osp.join(REPO, 'configs', 'demo', 'fpn_evt-demo_shapes.py')
-PROGRESS = re.compile(r'(Epoch|Iter)\((train|val|test)\)|copypaste|mIoU|Saving checkpoint')
+PROGRESS = re.compile(r'(Epoch|Iter)\((train|val|test)\)|copypaste|Saving checkpoint|^wrote ')
 
 
 def run(args, log_path):
@@ -125,6 +126,14 @@ def main() -> None:
     seg_log = run(['tools/test.py', SEG_CFG, osp.join(seg_dir, f'iter_{args.seg_iters}.pth'),
                    '--work-dir', osp.join(work, 'sem_fpn_test'), '--show-dir', 'predictions']
                   + seg_opts, osp.join(work, 'sem_fpn_test.log'))
+    vis = osp.join(work, 'attention')
+    img = osp.join(args.data, 'images', 'validation', '000000.jpg')
+    for sub, extra in (('decay', ['--grid', '14', '14']),
+                       ('groups', ['--img-size', '128', '128', '--group-size', '64']),
+                       ('rollout', [DET_CFG, img, '--checkpoint',
+                                    osp.join(det_dir, f'epoch_{args.det_epochs}.pth')])):
+        run(['tools/visualize_attention.py', sub, *extra, '--out', osp.join(vis, f'{sub}.png')],
+            osp.join(work, f'attention_{sub}.log'))
     det = last_metrics(det_log, ['coco/bbox_mAP', 'coco/bbox_mAP_50', 'coco/segm_mAP'])
     seg = last_metrics(seg_log, ['mIoU', 'mAcc', 'aAcc'])
     baseline = background_only_miou(args.data)
@@ -139,8 +148,8 @@ def main() -> None:
     for k, v in seg.items():
         print(f'| Semantic FPN, EVT | {k} | {v:.2f} |')
     print(f'| (background-only prediction) | mIoU | {baseline:.2f} |')
-    print(f"\npredictions drawn in {work}/*_test/*/predictions/; "
-          f"total time {summary['minutes']:.1f} min")
+    print(f"\npredictions drawn in {work}/*_test/*/predictions/, attention pictures in "
+          f"{vis}/; total time {summary['minutes']:.1f} min")
 
 
 if __name__ == '__main__':
