@@ -215,3 +215,42 @@ def test_pretrained_init_cfg_loads_weights_with_and_without_prefix(tmp_path):
         dst.init_weights()
         for k, v in src.state_dict().items():
             torch.testing.assert_close(dst.state_dict()[k], v, msg=k)
+
+
+def test_pretrained_mismatches_are_reported_or_refused(tmp_path, monkeypatch):
+    src = EVT('evt-test').state_dict()
+    # wrong arch: shapes differ -> error naming a key and both shapes
+    other = tmp_path / 'other.pth'
+    narrow = dict(embed_dims=[8, 16, 32, 64], depths=[1, 1, 2, 1], num_heads=[1, 2, 4, 4])
+    torch.save({'state_dict': EVT(narrow).state_dict()}, other)
+    with pytest.raises(ValueError, match=r'wrong shape for this EVT arch, e\.g\. .*checkpoint '
+                                         r'\(\d+.*\) vs model'):
+        EVT('evt-test', init_cfg=dict(type='Pretrained', checkpoint=str(other))).init_weights()
+    # keys with an unexpected prefix -> nothing matches -> error suggesting the prefix
+    prefixed = tmp_path / 'prefixed.pth'
+    torch.save({'state_dict': {f'backbone.{k}': v for k, v in src.items()}}, prefixed)
+    with pytest.raises(ValueError, match=r"none of its .* tensors .* set init_cfg.prefix"):
+        EVT('evt-test', init_cfg=dict(type='Pretrained', checkpoint=str(prefixed))).init_weights()
+    # a partial checkpoint loads what it has and lists what is missing / unexpected
+    partial = tmp_path / 'partial.pth'
+    keep = {k: v for k, v in src.items() if not k.startswith('norm')}
+    keep['extra.weight'] = torch.zeros(1)
+    torch.save({'state_dict': keep}, partial)
+    import mmengine.logging
+    logged = []
+    monkeypatch.setattr(mmengine.logging, 'print_log', lambda msg, **kw: logged.append(msg))
+    m = EVT('evt-test', init_cfg=dict(type='Pretrained', checkpoint=str(partial)))
+    m.init_weights()
+    assert len(logged) == 1
+    assert "missing (kept at init): ['norm0.weight', 'norm0.bias'" in logged[0]
+    assert "unexpected (ignored): ['extra.weight']" in logged[0]
+    torch.testing.assert_close(m.state_dict()['stem.0.conv.weight'], src['stem.0.conv.weight'])
+
+
+def test_truncated_checkpoint_is_a_clear_error(tmp_path):
+    good = tmp_path / 'good.pth'
+    torch.save({'state_dict': EVT('evt-test').state_dict()}, good)
+    bad = tmp_path / 'truncated.pth'
+    bad.write_bytes(good.read_bytes()[:5000])
+    with pytest.raises(ValueError, match=r'truncated or not a PyTorch checkpoint'):
+        EVT('evt-test', init_cfg=dict(type='Pretrained', checkpoint=str(bad))).init_weights()

@@ -79,3 +79,16 @@ def test_backbone_init_from_a_full_detector_checkpoint(trained):
     assert any(not torch.equal(after[k], before[k]) for k in after)
     for k, v in after.items():
         torch.testing.assert_close(v, state[f'backbone.{k}'], msg=k)
+
+
+def test_missing_pretrained_checkpoint_is_a_clear_error(shapes_root, tmp_path):
+    # the real configs point at checkpoints/<arch>_in1k.pth; here that file does not exist
+    base = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
+    cfg = write_config(tmp_path / 'cfg.py', tiny_det_config(
+        base, shapes_root, str(tmp_path / 'work'),
+        extra="model['backbone']['init_cfg'] = dict(type='Pretrained', "
+              "checkpoint='checkpoints/evt-t_in1k.pth', prefix='backbone.')"))
+    out = run_tool('tools/train.py', cfg, check=False)
+    assert out.returncode != 0
+    assert "init_cfg.checkpoint of EVT: checkpoint file 'checkpoints/evt-t_in1k.pth' " \
+           'does not exist' in out.stdout

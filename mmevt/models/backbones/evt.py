@@ -4,7 +4,9 @@ This module imports only torch, mmengine and mmevt's own ops/layers, so it runs 
 machines without mmcv's compiled ops or any OpenMMLab toolkit.
 """
 import copy
+import logging
 import os.path as osp
+import zipfile
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -333,16 +335,18 @@ class EVT(BaseModule):
 
     # ------------------------------------------------------------------ init / freeze
     def init_weights(self) -> None:
-        """Truncated-normal linears (std 0.02) or ``init_cfg`` (e.g. Pretrained)."""
+        """Truncated-normal linears (std 0.02), or the ``init_cfg`` checkpoint.
+
+        ``init_cfg=dict(type='Pretrained', checkpoint=PATH, prefix=None)`` is loaded here
+        rather than by mmengine so that a missing, corrupt or mismatching file is an error
+        naming the problem instead of a silent partial load: missing and unexpected keys
+        are reported, shape mismatches and a checkpoint sharing no key are errors.
+        """
         cfg = self.init_cfg
         if isinstance(cfg, dict) and cfg.get('type') == 'Pretrained':
-            ckpt = cfg.get('checkpoint')
-            if not ckpt or ('://' not in str(ckpt) and not osp.isfile(ckpt)):
-                raise FileNotFoundError(
-                    f"init_cfg.checkpoint of EVT: checkpoint file {ckpt!r} does not exist. "
-                    'Point init_cfg.checkpoint (e.g. model.backbone.init_cfg.checkpoint in the '
-                    'config, or --cfg-options) at an existing file.')
-            super().init_weights()
+            self._load_pretrained(cfg['checkpoint'] if 'checkpoint' in cfg else None,
+                                  cfg.get('prefix'), cfg.get('map_location', 'cpu'))
+            self._is_init = True
             return
         for m in self.modules():
             if isinstance(m, nn.Linear):
@@ -354,6 +358,48 @@ class EVT(BaseModule):
                 nn.init.zeros_(m.bias)
         if cfg is not None:
             super().init_weights()
+
+    def _load_pretrained(self, ckpt: Optional[str], prefix: Optional[str],
+                         map_location: str) -> None:
+        from mmengine.logging import print_log
+        from mmengine.runner.checkpoint import CheckpointLoader
+        if not ckpt or ('://' not in str(ckpt) and not osp.isfile(ckpt)):
+            raise FileNotFoundError(
+                f'init_cfg.checkpoint of EVT: checkpoint file {ckpt!r} does not exist. '
+                'Point init_cfg.checkpoint (e.g. model.backbone.init_cfg.checkpoint in the '
+                'config, or --cfg-options) at an existing file.')
+        try:
+            loaded = CheckpointLoader.load_checkpoint(ckpt, map_location=map_location)
+        except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
+            raise ValueError(f'init_cfg.checkpoint {ckpt!r} is truncated or not a PyTorch '
+                             f'checkpoint: {err}') from err
+        state = loaded
+        for key in ('state_dict', 'model'):
+            if isinstance(state, dict) and isinstance(state.get(key), dict):
+                state = state[key]
+                break
+        if prefix:
+            state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+        own = self.state_dict()
+        shape_errors = [f'{k}: checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}'
+                        for k, v in state.items() if k in own and v.shape != own[k].shape]
+        if shape_errors:
+            raise ValueError(f'{ckpt}: {len(shape_errors)} tensors have the wrong shape for '
+                             f'this EVT arch, e.g. {shape_errors[:3]}; is it a checkpoint of '
+                             'another arch?')
+        matched = {k: v for k, v in state.items() if k in own}
+        if not matched:
+            raise ValueError(f'{ckpt}: none of its {len(state)} tensors (prefix {prefix!r}) is '
+                             f'an EVT key, e.g. {sorted(state)[:3]} vs {sorted(own)[:3]}; set '
+                             "init_cfg.prefix (e.g. 'backbone.') to match the checkpoint")
+        self.load_state_dict(matched, strict=False)
+        missing = [k for k in own if k not in state]
+        unexpected = [k for k in state if k not in own]
+        print_log(f'EVT: loaded {len(matched)}/{len(own)} tensors from {ckpt}'
+                  + (f'; missing (kept at init): {missing}' if missing else '')
+                  + (f'; unexpected (ignored): {unexpected}' if unexpected else ''),
+                  logger='current', level=logging.WARNING if missing or unexpected
+                  else logging.INFO)
 
     def _freeze_stages(self) -> None:
         frozen = []
