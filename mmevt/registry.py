@@ -10,9 +10,17 @@ from typing import Dict, List
 from mmengine.registry import MODELS as MMENGINE_MODELS
 
 from .models import EVT, RMTClsNeck
+from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
+                            SpatialDecayAttention)
 
 TOOLKITS = ('mmpretrain', 'mmdet', 'mmseg')
-MODULES: Dict[str, type] = {'EVT': EVT, 'RMTClsNeck': RMTClsNeck}
+MODULES: Dict[str, type] = {
+    'EVT': EVT,
+    'RMTClsNeck': RMTClsNeck,
+    'SpatialDecayAttention': SpatialDecayAttention,
+    'ExternalAttention': ExternalAttention,
+    'BiLevelRoutingAttention': BiLevelRoutingAttention,
+}
 
 
 def register_all_modules() -> List[str]:

@@ -168,7 +168,8 @@ def test_layer_depth_for_lr_decay():
     (dict(group_size=[16, 16, -3, 16]), r'group_size\[2\] must be a positive int, got -3'),
     (dict(group_size=[16, 16]), r'group_sizes needs one value per stage \(4\), got 2'),
     (dict(mixers=['full', 'full', 'windows', 'full']),
-     r"mixers\[2\] must be one of \['full', 'group', 'dilate', 'group_dilate', 'decomposed'\], "
+     r"mixers\[2\] must be one of \['full', 'group', 'dilate', 'group_dilate', 'decomposed', "
+     r"'external', 'routing'\] \(or a dict with such a 'type'\), "
      r"got 'windows'"),
     (dict(decay='chebyshev'), r"decay must be one of \['euclidean', 'manhattan', 'none'\]"),
     (dict(out_indices=(0, 4)), r'out_indices entries must be ints in \[-4, 3\], got 4'),

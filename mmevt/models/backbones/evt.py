@@ -17,11 +17,16 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from ...ops import DECAY_KINDS, DecayBiasCache
 from ...ops.decay import check_choice
-from ..layers import (ATTN_MODES, ConvDownsample, ConvStem, EVTBlock, PatchEmbed, PatchMerging,
-                      SpatialDecayAttention, build_norm)
+from ..layers import (ATTN_MODES, BiLevelRoutingAttention, ConvDownsample, ConvStem, EVTBlock,
+                      ExternalAttention, PatchEmbed, PatchMerging, SpatialDecayAttention,
+                      build_norm)
 
 # Stage mixers accepted in ``mixers``; ``group_dilate`` alternates g, d, g, d, ...
-STAGE_MIXERS = ('full', 'group', 'dilate', 'group_dilate', 'decomposed')
+# ``external`` / ``routing`` (External Attention, BiFormer's BRA) may be given as dicts
+# with their own arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``.
+STAGE_MIXERS = ('full', 'group', 'dilate', 'group_dilate', 'decomposed', 'external',
+                'routing')
+_MIXER_MODULES = {'external': ExternalAttention, 'routing': BiLevelRoutingAttention}
 MIN_INPUT_SIZE = 32
 
 _REQUIRED_KEYS = ('embed_dims', 'depths', 'num_heads')
@@ -288,9 +293,13 @@ class EVT(BaseModule):
                 raise ValueError(f'num_heads[{i}]={h!r} must be a positive int dividing '
                                  f'embed_dims[{i}]={c}')
         for i, mixer in enumerate(arch['mixers']):
-            if mixer not in STAGE_MIXERS:
-                raise ValueError(f'mixers[{i}] must be one of {list(STAGE_MIXERS)}, '
-                                 f'got {mixer!r}')
+            name = mixer.get('type') if isinstance(mixer, dict) else mixer
+            if name not in STAGE_MIXERS:
+                raise ValueError(f'mixers[{i}] must be one of {list(STAGE_MIXERS)} (or a dict '
+                                 f"with such a 'type'), got {mixer!r}")
+            if isinstance(mixer, dict) and len(mixer) > 1 and name not in _MIXER_MODULES:
+                raise ValueError(f'mixers[{i}]: only {list(_MIXER_MODULES)} take arguments; '
+                                 f'use group_size / decay for {name!r}, got {mixer!r}')
         for i, g in enumerate(arch['group_sizes']):
             if isinstance(g, bool) or not isinstance(g, int) or g <= 0:
                 raise ValueError(f'group_size[{i}] must be a positive int, got {g!r}')
@@ -316,13 +325,21 @@ class EVT(BaseModule):
     @staticmethod
     def _make_blocks(arch: dict, i: int, dpr: List[float], attn_impl: str) -> List[EVTBlock]:
         mixer = arch['mixers'][i]
+        kwargs = {}
+        if isinstance(mixer, dict):
+            kwargs = {k: v for k, v in mixer.items() if k != 'type'}
+            mixer = mixer['type']
         cache = DecayBiasCache()  # shared by the stage's blocks: same grid, same rates
         blocks = []
         for j, drop in enumerate(dpr):
-            if mixer == 'group_dilate':
-                mode = 'group' if j % 2 == 0 else 'dilate'
-            else:
-                mode = mixer
+            if mixer in _MIXER_MODULES:
+                attn = _MIXER_MODULES[mixer](arch['embed_dims'][i], arch['num_heads'][i],
+                                             **kwargs)
+                blocks.append(EVTBlock(arch['embed_dims'][i], attn, arch['mlp_ratios'][i],
+                                       drop, arch['layer_scales'][i], arch['cpe'],
+                                       arch['ffn_dwconv']))
+                continue
+            mode = ('group' if j % 2 == 0 else 'dilate') if mixer == 'group_dilate' else mixer
             assert mode in ATTN_MODES
             attn = SpatialDecayAttention(
                 arch['embed_dims'][i], arch['num_heads'][i], mode=mode, decay=arch['decay'],

@@ -2,11 +2,13 @@
 from .attention import ATTN_MODES, SpatialDecayAttention
 from .block import DropPath, EVTBlock, LayerScale
 from .conv import ConvDownsample, ConvNorm, ConvStem, DWConv2d, PatchEmbed, PatchMerging
+from .external import ExternalAttention
 from .ffn import ConvFFN
 from .norm import LayerNorm2d, build_norm
+from .routing import BiLevelRoutingAttention
 
 __all__ = [
-    'ATTN_MODES', 'ConvDownsample', 'ConvFFN', 'ConvNorm', 'ConvStem', 'DWConv2d', 'DropPath',
+    'ATTN_MODES', 'BiLevelRoutingAttention', 'ConvDownsample', 'ExternalAttention', 'ConvFFN', 'ConvNorm', 'ConvStem', 'DWConv2d', 'DropPath',
     'EVTBlock', 'LayerNorm2d', 'LayerScale', 'PatchEmbed', 'PatchMerging',
     'SpatialDecayAttention', 'build_norm'
 ]

@@ -1,0 +1,43 @@
+"""External Attention (Guo et al.): attention to two small learnable memories."""
+import torch
+from torch import Tensor, nn
+
+
+class ExternalAttention(nn.Module):
+    """Multi-head External Attention with double normalisation; linear in the tokens.
+
+    Per head, ``A = q M_k`` (memory ``M_k``: ``D -> S``), softmax over the *tokens*, then
+    l1-normalised over the ``S`` memory slots; ``out = A M_v`` (``S -> D``). The memories
+    are bias-free linears shared by the heads; ``num_heads=1`` is the single-head form.
+
+    Args:
+        embed_dims (int): channels C.
+        num_heads (int): heads; must divide C. Defaults to 1.
+        memory_size (int): memory slots S. Defaults to 64.
+        eps (float): guard of the l1 normalisation. Defaults to 1e-9.
+
+    Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
+    """
+
+    def __init__(self, embed_dims: int, num_heads: int = 1, memory_size: int = 64,
+                 eps: float = 1e-9):
+        super().__init__()
+        if num_heads <= 0 or embed_dims % num_heads:
+            raise ValueError(f'num_heads ({num_heads}) must be positive and divide '
+                             f'embed_dims ({embed_dims})')
+        if memory_size <= 0:
+            raise ValueError(f'memory_size must be positive, got {memory_size}')
+        self.num_heads, self.eps = num_heads, eps
+        head_dims = embed_dims // num_heads
+        self.q = nn.Linear(embed_dims, embed_dims)
+        self.mk = nn.Linear(head_dims, memory_size, bias=False)
+        self.mv = nn.Linear(memory_size, head_dims, bias=False)
+        self.proj = nn.Linear(embed_dims, embed_dims)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, h, w, c = x.shape
+        q = self.q(x).view(b, h * w, self.num_heads, c // self.num_heads).transpose(1, 2)
+        attn = self.mk(q).softmax(dim=-2)  # over tokens
+        attn = attn / (attn.sum(dim=-1, keepdim=True) + self.eps)  # l1 over memory slots
+        out = self.mv(attn).transpose(1, 2).reshape(b, h, w, c)
+        return self.proj(out)

@@ -1,0 +1,95 @@
+"""Bi-Level Routing Attention (BiFormer): region routing, then token attention."""
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .conv import DWConv2d
+
+
+class BiLevelRoutingAttention(nn.Module):
+    """Bi-Level Routing Attention with LePE and automatic padding.
+
+    The map is split into ``n_win x n_win`` regions. Region-level queries and keys are the
+    means of their tokens; each region keeps the ``topk`` regions of highest affinity
+    ``q_r . k_r``; its tokens attend to all tokens of those regions (keys/values gathered).
+    LePE (5x5 depth-wise conv on v) is added to the output. Sizes not divisible by
+    ``n_win`` are zero-padded; padded tokens are left out of the region means and masked
+    as keys, so the result does not depend on the padding.
+
+    Args:
+        embed_dims (int): channels C.
+        num_heads (int): heads; must divide C. Defaults to 8.
+        n_win (int): regions per side S. Defaults to 7.
+        topk (int): routed regions per region (clipped to ``S * S``). Defaults to 4.
+        lepe (bool): add LePE. Defaults to True.
+        qk_scale (float, optional): logit scale. Defaults to ``head_dim ** -0.5``.
+
+    Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
+    """
+
+    def __init__(self, embed_dims: int, num_heads: int = 8, n_win: int = 7, topk: int = 4,
+                 lepe: bool = True, qk_scale: Optional[float] = None):
+        super().__init__()
+        if num_heads <= 0 or embed_dims % num_heads:
+            raise ValueError(f'num_heads ({num_heads}) must be positive and divide '
+                             f'embed_dims ({embed_dims})')
+        if n_win <= 0 or topk <= 0:
+            raise ValueError(f'n_win and topk must be positive, got n_win={n_win}, '
+                             f'topk={topk}')
+        self.num_heads, self.n_win, self.topk = num_heads, n_win, topk
+        self.scale = qk_scale or (embed_dims // num_heads) ** -0.5
+        self.qkv = nn.Linear(embed_dims, 3 * embed_dims)
+        self.lepe = DWConv2d(embed_dims, 5) if lepe else None
+        self.proj = nn.Linear(embed_dims, embed_dims)
+
+    def _regions(self, t: Tensor, rh: int, rw: int) -> Tensor:
+        """``(B, Hp, Wp, C) -> (B, S*S, rh*rw, C)``."""
+        b, _, _, c = t.shape
+        s = self.n_win
+        t = t.view(b, s, rh, s, rw, c).permute(0, 1, 3, 2, 4, 5)
+        return t.reshape(b, s * s, rh * rw, c)
+
+    def forward(self, x: Tensor) -> Tensor:
+        b, h, w, c = x.shape
+        s, heads = self.n_win, self.num_heads
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        lepe = self.lepe(v) if self.lepe is not None else None
+        ph, pw = -h % s, -w % s
+        valid = x.new_ones(1, h, w, 1)
+        if ph or pw:
+            q, k, v, valid = (F.pad(t, (0, 0, 0, pw, 0, ph)) for t in (q, k, v, valid))
+        rh, rw = (h + ph) // s, (w + pw) // s
+        q, k, v, valid = (self._regions(t, rh, rw) for t in (q, k, v, valid.expand(b, -1, -1, 1)))
+        # region level: mean over real tokens, affinity, top-k routing
+        count = valid.sum(2).clamp(min=1)
+        q_r, k_r = (q * valid).sum(2) / count, (k * valid).sum(2) / count  # (B, S*S, C)
+        affinity = q_r @ k_r.transpose(-1, -2)
+        affinity = affinity.masked_fill(valid.sum(2).transpose(1, 2) == 0, float('-inf'))
+        topk = min(self.topk, s * s)
+        idx = affinity.topk(topk, dim=-1).indices  # (B, S*S, k)
+        # token level: gather the routed regions' keys and values
+        n_r = rh * rw
+
+        def routed(t: Tensor) -> Tensor:
+            ch = t.shape[-1]
+            src = t[:, None].expand(-1, s * s, -1, -1, -1)  # (B, S*S, S*S, n_r, ch)
+            index = idx[..., None, None].expand(-1, -1, -1, n_r, ch)
+            return torch.gather(src, 2, index).reshape(b, s * s, topk * n_r, ch)
+
+        kg, vg = routed(k), routed(v)
+        key_ok = routed(valid)[..., 0]  # (B, S*S, k*n_r)
+        d, m = c // heads, b * s * s
+        qh = q.reshape(m, n_r, heads, d).transpose(1, 2)
+        kh = kg.reshape(m, topk * n_r, heads, d).transpose(1, 2)
+        vh = vg.reshape(m, topk * n_r, heads, d).transpose(1, 2)
+        mask = torch.zeros_like(key_ok).masked_fill(key_ok == 0, float('-inf'))
+        out = F.scaled_dot_product_attention(qh, kh, vh, scale=self.scale,
+                                             attn_mask=mask.reshape(m, 1, 1, -1).to(qh.dtype))
+        out = out.transpose(1, 2).reshape(b, s * s, n_r, c)
+        out = out.view(b, s, s, rh, rw, c).permute(0, 1, 3, 2, 4, 5)
+        out = out.reshape(b, s * rh, s * rw, c)[:, :h, :w]
+        if lepe is not None:
+            out = out + lepe
+        return self.proj(out)

@@ -1,0 +1,89 @@
+"""External Attention and Bi-Level Routing Attention against plain dense references."""
+import pytest
+import torch
+from torch import nn
+
+from mmevt.models import EVT
+from mmevt.models.layers import BiLevelRoutingAttention, ExternalAttention
+
+
+def test_external_attention_matches_explicit_double_normalisation():
+    torch.manual_seed(0)
+    ea = ExternalAttention(12, num_heads=3, memory_size=5).double()
+    x = torch.randn(2, 4, 6, 12, dtype=torch.float64)
+    q = ea.q(x).view(2, 24, 3, 4)
+    expected = torch.empty_like(q)
+    for b in range(2):
+        for h in range(3):
+            logits = q[b, :, h] @ ea.mk.weight.t()  # (N, S)
+            a = torch.exp(logits) / torch.exp(logits).sum(0, keepdim=True)  # over tokens
+            a = a / a.sum(1, keepdim=True)  # over memory slots
+            expected[b, :, h] = a @ ea.mv.weight.t()
+    expected = ea.proj(expected.reshape(2, 4, 6, 12))
+    torch.testing.assert_close(ea(x), expected)
+
+
+def _dense_attention_with_lepe(bra, x):
+    q, k, v = bra.qkv(x).chunk(3, -1)
+    b, h, w, c = x.shape
+    heads = bra.num_heads
+    qh, kh, vh = (t.reshape(b, h * w, heads, c // heads).transpose(1, 2) for t in (q, k, v))
+    a = (qh @ kh.transpose(-1, -2) * bra.scale).softmax(-1)
+    out = (a @ vh).transpose(1, 2).reshape(b, h, w, c) + bra.lepe(v)
+    return bra.proj(out)
+
+
+@pytest.mark.parametrize('hw,n_win', [((12, 12), 3), ((10, 13), 3), ((7, 5), 4)])
+def test_routing_with_all_regions_equals_full_attention(hw, n_win):
+    torch.manual_seed(0)
+    bra = BiLevelRoutingAttention(16, num_heads=2, n_win=n_win, topk=n_win * n_win).double()
+    x = torch.randn(2, *hw, 16, dtype=torch.float64)
+    torch.testing.assert_close(bra(x), _dense_attention_with_lepe(bra, x))
+
+
+def test_routing_attends_only_to_the_topk_regions():
+    torch.manual_seed(0)
+    bra = BiLevelRoutingAttention(8, num_heads=1, n_win=2, topk=1, lepe=False).double()
+    bra.proj = nn.Identity()
+    x = torch.randn(1, 4, 4, 8, dtype=torch.float64, requires_grad=True)
+    out = bra(x)
+    # the top-left query token's output depends on at most 2 regions: its routed region
+    # and (through the region mean that chose it) its own; never on all 4
+    grad, = torch.autograd.grad(out[0, 0, 0].sum(), x)
+    touched = (grad.abs().sum(-1)[0] > 0).view(2, 2, 2, 2).permute(0, 2, 1, 3).reshape(4, 4)
+    assert touched.sum() < 16
+
+
+@pytest.mark.parametrize('module', [ExternalAttention(16, 2, 8),
+                                    BiLevelRoutingAttention(16, 2, 3, 2)])
+def test_mixers_handle_odd_sizes_and_backward(module):
+    x = torch.randn(2, 7, 11, 16, requires_grad=True)
+    out = module(x)
+    assert out.shape == x.shape and torch.isfinite(out).all()
+    out.square().mean().backward()
+    assert torch.isfinite(x.grad).all()
+    assert all(p.grad is not None for p in module.parameters())
+
+
+def test_backbone_accepts_external_and_routing_mixers():
+    model = EVT('evt-test', mixers=[dict(type='routing', n_win=4, topk=4),
+                                    dict(type='external', memory_size=16), 'group_dilate',
+                                    'full'])
+    assert isinstance(model.stages[0].blocks[0].attn, BiLevelRoutingAttention)
+    assert isinstance(model.stages[1].blocks[0].attn, ExternalAttention)
+    outs = model(torch.randn(1, 3, 70, 90))
+    assert [o.shape[1] for o in outs] == [16, 32, 64, 128]
+    sum(o.mean() for o in outs).backward()
+    with pytest.raises(ValueError, match=r"only \['external', 'routing'\] take arguments"):
+        EVT('evt-test', mixers=[dict(type='group', group_size=8)] + ['full'] * 3)
+    with pytest.raises(ValueError, match=r'n_win and topk must be positive'):
+        EVT('evt-test', mixers=[dict(type='routing', topk=0)] + ['full'] * 3)
+
+
+def test_mixers_are_registered_in_the_toolkits():
+    import mmevt  # noqa: F401
+    from mmdet.registry import MODELS as DET
+    from mmseg.registry import MODELS as SEG
+    assert isinstance(DET.build(dict(type='ExternalAttention', embed_dims=8)), ExternalAttention)
+    assert isinstance(SEG.build(dict(type='BiLevelRoutingAttention', embed_dims=8, num_heads=2)),
+                      BiLevelRoutingAttention)
