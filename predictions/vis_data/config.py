@@ -87,7 +87,7 @@ img_ratios = [
     1.75,
 ]
 launcher = 'none'
-load_from = '/work/main/work_dirs/demo/20261130_004047/sem_fpn/iter_1200.pth'
+load_from = '/work/main/work_dirs/demo/20261130_010631/sem_fpn/iter_1200.pth'
 log_level = 'INFO'
 log_processor = dict(by_epoch=False)
 max_iters = 1200
@@ -504,4 +504,4 @@ visualizer = dict(
     vis_backends=[
         dict(type='LocalVisBackend'),
     ])
-work_dir = '/work/main/work_dirs/demo/20261130_004047/sem_fpn_test'
+work_dir = '/work/main/work_dirs/demo/20261130_010631/sem_fpn_test'
