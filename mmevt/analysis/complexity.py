@@ -5,11 +5,12 @@ The attention is counted by running it through the explicit reference path, so t
 ``q k^T`` and ``A v`` products are counted exactly as a fused kernel computes them
 (padding of the last group included).
 """
+import copy
 from contextlib import contextmanager
-from typing import Dict, Iterator, Tuple
+from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..models.backbones.evt import EVT
@@ -35,12 +36,22 @@ def reference_attention(model: nn.Module) -> Iterator[None]:
             m.attn_impl = impl
 
 
-def count_macs(model: nn.Module, input_shape: Tuple[int, ...]) -> int:
-    """Multiply-adds of one forward pass on a zero input of ``input_shape``."""
-    model = model.eval()
-    x = torch.zeros(input_shape)
-    with torch.no_grad(), reference_attention(model), FlopCounterMode(display=False) as fc:
-        model(x)
+def count_macs(model: nn.Module, input_shape: Tuple[int, ...],
+               forward: Optional[Callable[[nn.Module, Tensor], object]] = None) -> int:
+    """Multiply-adds of one forward pass on an input of ``input_shape``.
+
+    A copy of the model runs on the ``meta`` device: shapes only, no arithmetic, so
+    detection-sized inputs are counted in a second; ``model`` itself is not touched.
+
+    Args:
+        model (nn.Module): the model.
+        input_shape (tuple): ``(B, C, H, W)``.
+        forward (callable, optional): ``forward(model, x)``; defaults to ``model(x)``.
+    """
+    meta = copy.deepcopy(model).eval().to('meta')
+    x = torch.zeros(input_shape, device='meta')
+    with torch.no_grad(), reference_attention(meta), FlopCounterMode(display=False) as fc:
+        (forward or (lambda m, t: m(t)))(meta, x)
     return fc.get_total_flops() // 2
 
 

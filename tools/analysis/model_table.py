@@ -4,12 +4,12 @@
     python tools/analysis/model_table.py det   # configs/det at 1280 x 800 (W x H)
     python tools/analysis/model_table.py seg   # configs/seg at 2048 x 512 (W x H)
 
-Params are the whole model's. FLOPs are multiply-adds of the feature extractor
-(``model.extract_feat``: backbone + FPN neck where the model has one), the part that
-changes with the backbone; the heads' cost depends on the number of proposals and is left
-out. They are counted by ``torch.utils.flop_counter`` with EVT's attention routed through the
-explicit reference path, so attention matmuls are counted. Configs sharing a model (1x and
-3x schedules) are measured once. Prints a markdown table with the papers' / authors' numbers
+Params are the whole model's. FLOPs are multiply-adds of one forward: for segmentation
+the whole network (``model._forward``: backbone, neck, decode heads); for detection the
+feature extractor (``model.extract_feat``: backbone + FPN), since the RoI heads' cost
+depends on the number of proposals. They are counted by ``torch.utils.flop_counter`` with EVT's attention routed through the
+explicit reference path (on the ``meta`` device: shapes only), so attention matmuls are
+counted. Prints a markdown table with the papers' / authors' numbers
 next to ours, labelled as theirs.
 """
 import argparse
@@ -59,20 +59,18 @@ def _measure(cfg_path: str, shape):
     import mmevt  # noqa: F401
     from mmengine.config import Config
     from mmengine.registry import DefaultScope
-    from torch.utils.flop_counter import FlopCounterMode
 
-    from mmevt.analysis.complexity import reference_attention
+    from mmevt.analysis import count_macs
     cfg = Config.fromfile(cfg_path)
     cfg.model.backbone.init_cfg = None
     scope = cfg.default_scope
     with DefaultScope.overwrite_default_scope(scope):
-        model = importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model).eval()
-        x = torch.zeros((1, 3) + tuple(shape))
-        with torch.no_grad(), reference_attention(model), \
-                FlopCounterMode(display=False) as counter:
-            model.extract_feat(x)
-    params = sum(p.numel() for p in model.parameters())
-    return params, counter.get_total_flops() // 2
+        model = importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model)
+        if scope == 'mmdet':
+            macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m.extract_feat(x))
+        else:
+            macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m._forward(x))
+    return sum(p.numel() for p in model.parameters()), macs
 
 
 def main() -> None:
@@ -87,20 +85,19 @@ def main() -> None:
     paths = sorted(glob.glob(osp.join(REPO, 'configs', args.task, '*', '*.py')))
     paths = [p for p in paths if args.filter in osp.basename(p)]
     metric = 'box / mask AP' if args.task == 'det' else 'mIoU'
-    print(f'| config | params (M) | backbone+neck FLOPs (G) @ {shape[1]}x{shape[0]} | their {metric} '
+    what = 'backbone+FPN FLOPs' if args.task == 'det' else 'FLOPs'
+    print(f'| config | params (M) | {what} (G) @ {shape[1]}x{shape[0]} | their {metric} '
           f'| our {metric} |')
     print('|---|---|---|---|---|')
-    cache, rows = {}, {}
+    rows = {}
     for path in paths:
         name = osp.splitext(osp.basename(path))[0]
         m = NAME.match(name)
         family, arch, sched = (m['family'], m['arch'], m['sched']) if m else (name, '', '')
-        key = (family, arch)
-        if key not in cache:
-            cache[key] = _measure(path, shape)
-        params, macs = cache[key]
+        params, macs = _measure(path, shape)
         rows[name] = dict(params=params, macs=macs)
-        paper = PAPER.get((family, sched, arch), '-')
+        # ablations change the model: the papers' number of the base config does not apply
+        paper = '-' if 'ablation' in path else PAPER.get((family, sched, arch), '-')
         print(f'| {name} | {params / 1e6:.1f} | {macs / 1e9:.0f} | {paper} | not trained here |',
               flush=True)
     if args.json:
