@@ -64,7 +64,8 @@ def timed(fn: Callable[[], None], device: torch.device, warmup: int, iters: int)
 
 def measure(model: nn.Module, device: torch.device, shape, dtype: str, train: bool,
             compile_: bool, warmup: int, iters: int) -> Dict[str, float]:
-    model = model.to(device).train(train)
+    model = model.to(device)
+    model.train(train)  # some backbones' train() returns None
     run = torch.compile(model) if compile_ else model
     x = torch.randn(shape, device=device)
     amp = (torch.autocast(device.type, dtype=torch.bfloat16) if dtype == 'bf16'
