@@ -1,11 +1,14 @@
 """mmevt: EVT backbones (Euclidean spatial decay attention with 1D token grouping) for
 OpenMMLab 2.x. Importing it allow-lists OpenMMLab checkpoint classes for safe
-``weights_only`` loading and registers the modules into mmpretrain, mmdet and mmseg."""
+``weights_only`` loading, makes mmengine's local checkpoint writes atomic, and registers
+the modules into mmpretrain, mmdet and mmseg."""
+from .utils.atomic_io import enable_atomic_local_writes
 from .utils.checkpoint import enable_safe_checkpoint_loading
 
 __version__ = '0.1.0'
 
 enable_safe_checkpoint_loading()
+enable_atomic_local_writes()  # no half-written checkpoints when a job is killed
 
 from .models import EVT, RMTClsNeck, arch_zoo  # noqa: E402
 from .registry import register_all_modules  # noqa: E402

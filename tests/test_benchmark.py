@@ -7,9 +7,9 @@ from conftest import run_tool
 def test_benchmark_throughput_train_and_scaling(tmp_path):
     out_json = tmp_path / 'bench.json'
     out = run_tool('tools/analysis/benchmark.py', '--arch', 'evt-test', 'rmt-test', 'swin-t',
-                   '--batch', '2', '--size', '64', '--warmup', '1', '--iters', '1',
+                   '--batch', '1', '--size', '224', '--warmup', '1', '--iters', '1',
                    '--json', str(out_json))
-    assert 'device: ' in out and '| evt-test | b2@64 | bf16 |' in out
+    assert 'device: ' in out and '| evt-test | b1@224 | bf16 |' in out
     rows = json.loads(out_json.read_text())['rows']
     assert {r['arch'] for r in rows} == {'evt-test', 'rmt-test', 'swin-t'}
     assert all(r['images_per_s'] > 0 for r in rows)

@@ -5,6 +5,7 @@ machines without mmcv's compiled ops or any OpenMMLab toolkit.
 """
 import copy
 import logging
+import os
 import os.path as osp
 import zipfile
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -449,6 +450,11 @@ class EVT(BaseModule):
         if min(x.shape[-2:]) < MIN_INPUT_SIZE:
             raise ValueError(f'EVT needs H, W >= {MIN_INPUT_SIZE} (four stride-2 levels), '
                              f'got {tuple(x.shape[-2:])}; resize or pad the input')
+        # MMEVT_DEBUG=1: catch non-finite inputs (a host sync per call, so off by default)
+        if os.environ.get('MMEVT_DEBUG', '0') not in ('', '0') and not torch.isfinite(x).all():
+            bad = (~torch.isfinite(x)).nonzero()[0].tolist()
+            raise ValueError(f'EVT input has NaN/Inf values, first at index {bad} '
+                             f'(MMEVT_DEBUG is set)')
         x = self.stem(x).permute(0, 2, 3, 1)
         outs = []
         for i, stage in enumerate(self.stages):
