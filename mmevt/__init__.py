@@ -4,11 +4,13 @@ OpenMMLab 2.x. Importing it allow-lists OpenMMLab checkpoint classes for safe
 the modules into mmpretrain, mmdet and mmseg."""
 from .utils.atomic_io import enable_atomic_local_writes
 from .utils.checkpoint import enable_safe_checkpoint_loading
+from .utils.dist import enable_cpu_distributed
 
 __version__ = '0.1.0'
 
 enable_safe_checkpoint_loading()
 enable_atomic_local_writes()  # no half-written checkpoints when a job is killed
+enable_cpu_distributed()  # tools/dist_train.sh with gloo on machines without GPUs
 
 from .models import EVT, RMTClsNeck, arch_zoo  # noqa: E402
 from .registry import register_all_modules  # noqa: E402

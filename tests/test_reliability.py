@@ -65,3 +65,71 @@ def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
         save_checkpoint({'state_dict': {'w': torch.zeros(1000)}}, str(path))
     assert path.read_bytes() == good  # the old checkpoint is intact
     assert sorted(p.name for p in tmp_path.iterdir()) == ['epoch_1.pth']  # no temp left
+
+
+# ------------------------------------------------------------------ runs on the CPU
+def _deterministic_cls_config(tmp_path, cls_root, work, extra=''):
+    from test_cls import tiny_cls_config
+    # no random augmentation, no drop path, no batch-statistics layers: a run is a pure
+    # function of the data order, so resumed and multi-process runs can match exactly
+    text = tiny_cls_config(cls_root, str(work)) + '''
+model['backbone'].update(drop_path_rate=0., norm_cfg=dict(type='GN', num_groups=1))
+model['neck'] = dict(_delete_=True, type='GlobalAveragePooling')
+model['head']['in_channels'] = 128
+model['train_cfg'] = None
+train_dataloader['batch_size'] = 4
+train_dataloader['dataset']['pipeline'] = test_pipeline
+randomness = dict(seed=0, deterministic=True)
+env_cfg = dict(dist_cfg=dict(backend='gloo'))
+model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
+''' + extra
+    path = tmp_path / f'{work.name}.py'
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture(scope='module')
+def cls_root(tmp_path_factory):
+    from mmevt.datasets import generate_shape_classes
+    root = str(tmp_path_factory.mktemp('cls'))
+    generate_shape_classes(root, num_train=2, num_val=1, img_size=(64, 64))  # 12 images
+    return root
+
+
+def _weights(ckpt):
+    return torch.load(ckpt, map_location='cpu')['state_dict']
+
+
+def test_resumed_run_reaches_the_same_weights(tmp_path, cls_root):
+    from conftest import run_tool
+    full = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'full')
+    run_tool('tools/train.py', full, '--cfg-options', 'train_cfg.max_epochs=2')
+    part = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'part')
+    run_tool('tools/train.py', part)  # stops after epoch 1, as if killed after its checkpoint
+    out = run_tool('tools/train.py', part, '--resume', '--cfg-options', 'train_cfg.max_epochs=2')
+    assert 'resumed epoch: 1' in out
+    a, b = _weights(tmp_path / 'full' / 'epoch_2.pth'), _weights(tmp_path / 'part' / 'epoch_2.pth')
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], atol=1e-6, rtol=1e-5, msg=k)
+
+
+def test_two_process_training_matches_one_process(tmp_path, cls_root):
+    import subprocess
+    import sys
+
+    from conftest import REPO, run_tool
+    single = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'single')
+    run_tool('tools/train.py', single)
+    dist = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'dist',
+                                     extra="train_dataloader['batch_size'] = 2\n")
+    env = dict(os.environ, PYTHON=sys.executable, PORT='29517', OMP_NUM_THREADS='1')
+    proc = subprocess.run(['bash', 'tools/dist_train.sh', dist, '2'], cwd=REPO, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert 'world_size: 2' in proc.stdout or 'Distributed launcher: pytorch' in proc.stdout
+    a = _weights(tmp_path / 'single' / 'epoch_1.pth')
+    b = _weights(tmp_path / 'dist' / 'epoch_1.pth')
+    for k in a:
+        torch.testing.assert_close(b[k], a[k], atol=1e-5, rtol=1e-4, msg=k)
