@@ -121,10 +121,12 @@ def main() -> None:
 
     print('[3/3] evaluating with tools/test.py and drawing predictions', flush=True)
     det_log = run(['tools/test.py', DET_CFG, osp.join(det_dir, f'epoch_{args.det_epochs}.pth'),
-                   '--work-dir', osp.join(work, 'mask_rcnn_test'), '--show-dir', 'predictions']
+                   '--work-dir', osp.join(work, 'mask_rcnn_test'),
+                   '--show-dir', osp.join(work, 'mask_rcnn_test', 'predictions')]
                   + det_opts, osp.join(work, 'mask_rcnn_test.log'))
     seg_log = run(['tools/test.py', SEG_CFG, osp.join(seg_dir, f'iter_{args.seg_iters}.pth'),
-                   '--work-dir', osp.join(work, 'sem_fpn_test'), '--show-dir', 'predictions']
+                   '--work-dir', osp.join(work, 'sem_fpn_test'),
+                   '--show-dir', osp.join(work, 'sem_fpn_test', 'predictions')]
                   + seg_opts, osp.join(work, 'sem_fpn_test.log'))
     vis = osp.join(work, 'attention')
     img = osp.join(args.data, 'images', 'validation', '000000.jpg')
@@ -148,7 +150,7 @@ def main() -> None:
     for k, v in seg.items():
         print(f'| Semantic FPN, EVT | {k} | {v:.2f} |')
     print(f'| (background-only prediction) | mIoU | {baseline:.2f} |')
-    print(f"\npredictions drawn in {work}/*_test/*/predictions/, attention pictures in "
+    print(f"\npredictions drawn in {work}/*_test/predictions/, attention pictures in "
           f"{vis}/; total time {summary['minutes']:.1f} min")
 
 
