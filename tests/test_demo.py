@@ -46,11 +46,13 @@ def test_generated_data_loads_in_coco_and_ade20k_datasets(demo_data):
     assert len(coco) == 16
     inst = coco[0]['instances']
     assert inst and all(0 <= i['bbox_label'] < 3 and len(i['mask'][0]) >= 6 for i in inst)
-    ade = ADE20KDataset(data_root=demo_data,
-                        data_prefix=dict(img_path='images/validation',
-                                         seg_map_path='annotations/validation'),
-                        pipeline=[dict(type='LoadImageFromFile'),
-                                  dict(type='LoadAnnotations', reduce_zero_label=True)])
+    from mmengine.registry import DefaultScope
+    with DefaultScope.overwrite_default_scope('mmseg'):  # mmseg's LoadAnnotations
+        ade = ADE20KDataset(data_root=demo_data,
+                            data_prefix=dict(img_path='images/validation',
+                                             seg_map_path='annotations/validation'),
+                            pipeline=[dict(type='LoadImageFromFile'),
+                                      dict(type='LoadAnnotations', reduce_zero_label=True)])
     assert len(ade) == 16
     seg = ade[0]['gt_seg_map']
     assert set(np.unique(seg)) <= {0, 1, 2, 3} and (seg == 0).any() and (seg > 0).any()
