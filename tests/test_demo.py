@@ -115,3 +115,18 @@ def test_short_segmentation_demo_learns(demo_data, tmp_path):
                  '--work-dir', str(tmp_path / 't0'), *opts), ['mIoU'])['mIoU']
     baseline = demo.background_only_miou(demo_data)
     assert trained > max(untrained, baseline) + 5, (trained, untrained, baseline)
+
+
+def test_generator_command_line(tmp_path):
+    out = run_tool('tools/misc/make_shapes.py', str(tmp_path / 'det'), '--num-train', '2',
+                   '--num-val', '1', '--size', '64', '96')
+    assert 'coco_training:' in out
+    img = tmp_path / 'det' / 'images' / 'training' / '000001.jpg'
+    from PIL import Image
+    assert Image.open(img).size == (96, 64)
+    out = run_tool('tools/misc/make_shapes.py', str(tmp_path / 'cls'), '--classification',
+                   '--num-train', '1', '--num-val', '1', '--size', '48', '48')
+    assert (tmp_path / 'cls' / 'meta' / 'train.txt').read_text().count('\n') == 6
+    bad = run_tool('tools/misc/make_shapes.py', str(tmp_path / 'det'), '--num-train', '3',
+                   check=False)
+    assert bad.returncode != 0 and 'holds a shapes dataset made with' in bad.stdout

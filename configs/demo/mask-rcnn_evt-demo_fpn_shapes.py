@@ -1,5 +1,6 @@
 # `make demo`: Mask R-CNN with a small EVT backbone on the generated shapes dataset
-# (data/demo, tools/misc/make_shapes.py), CPU-sized: 128x128 images, slim FPN and heads.
+# (data/demo, made by tools/misc/make_shapes.py), CPU-sized: 128x128 images, slim FPN
+# and heads.
 _base_ = '../det/mask_rcnn/mask-rcnn_evt-t_fpn_1x_coco.py'
 
 data_root = 'data/demo/'

@@ -1,0 +1,44 @@
+#!/usr/bin/env python
+"""Generate the synthetic "shapes" datasets used by the demo and the tests.
+
+    # detection / segmentation: COCO instances + ADE20K layout under OUT
+    python tools/misc/make_shapes.py data/shapes --num-train 400 --num-val 50 --size 128 128
+    # classification: ImageNet layout (class folders + meta/{train,val}.txt)
+    python tools/misc/make_shapes.py data/shape_cls --classification --num-train 100
+
+Deterministic for a given --seed; an existing dataset made with other settings is never
+overwritten unless --overwrite is given.
+"""
+import argparse
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('out', help='output directory')
+    parser.add_argument('--num-train', type=int, default=64,
+                        help='training images (per class with --classification)')
+    parser.add_argument('--num-val', type=int, default=16,
+                        help='validation images (per class with --classification)')
+    parser.add_argument('--size', type=int, nargs=2, default=[128, 128], metavar=('H', 'W'))
+    parser.add_argument('--max-shapes', type=int, default=4, help='shapes per image, at most')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--classification', action='store_true',
+                        help='one shape per image, ImageNet layout, 6 classes')
+    parser.add_argument('--overwrite', action='store_true')
+    args = parser.parse_args(argv)
+    from mmevt.datasets import generate_shape_classes, generate_shapes
+    try:
+        if args.classification:
+            out = generate_shape_classes(args.out, args.num_train, args.num_val,
+                                         tuple(args.size), args.seed)
+        else:
+            out = generate_shapes(args.out, args.num_train, args.num_val, tuple(args.size),
+                                  args.max_shapes, args.seed, args.overwrite)
+    except (ValueError, FileExistsError) as err:
+        parser.error(str(err))
+    for name, path in out.items():
+        print(f'{name}: {path}')
+
+
+if __name__ == '__main__':
+    main()
