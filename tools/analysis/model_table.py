@@ -20,7 +20,6 @@ import os.path as osp
 import re
 import sys
 
-import torch
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 

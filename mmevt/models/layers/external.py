@@ -1,5 +1,4 @@
 """External Attention (Guo et al.): attention to two small learnable memories."""
-import torch
 from torch import Tensor, nn
 
 
