@@ -51,6 +51,7 @@ param_scheduler = [
     dict(type='PolyLR', eta_min=0.0, power=0.9, begin=50, end=max_iters, by_epoch=False),
 ]
 default_hooks = dict(logger=dict(interval=20),
-                     checkpoint=dict(by_epoch=False, interval=max_iters))
+                     checkpoint=dict(by_epoch=False, interval=max_iters),
+                     visualization=dict(interval=1))  # --show-dir draws every val image
 # fixed seed: the README's demo numbers come from a run of this config
 randomness = dict(seed=0)
