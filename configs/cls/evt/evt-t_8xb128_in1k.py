@@ -3,6 +3,8 @@
 # norms, biases and other 1-D params, cosine with 20 warm-up epochs, 300 epochs, DeiT
 # augmentation (RandAugment rand-m9-mstd0.5-inc1, Mixup 0.8, CutMix 1.0, random erasing
 # 0.25), label smoothing 0.1, EMA, drop path 0.1.
+# Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
+# THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',
     'mmpretrain::_base_/schedules/imagenet_bs1024_adamw_swin.py',

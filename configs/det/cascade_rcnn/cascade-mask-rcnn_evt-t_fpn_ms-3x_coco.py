@@ -1,6 +1,8 @@
 # Cascade Mask R-CNN + FPN with an EVT-T backbone, 3x schedule (36 epochs, steps 27 and
 # 33) with multi-scale training (short side 480..800, long side <= 1333).
 # Batch 16 in total (8 GPUs x 2 images); --auto-scale-lr rescales the lr for other batches.
+# Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
+# THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
     'mmdet::_base_/models/cascade-mask-rcnn_r50_fpn.py',
     'mmdet::_base_/datasets/coco_instance.py',

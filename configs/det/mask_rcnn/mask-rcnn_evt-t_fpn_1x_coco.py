@@ -1,6 +1,8 @@
 # Mask R-CNN + FPN with an EVT-T backbone, 1x schedule (12 epochs, steps 8 and 11).
 # Batch: 16 images in total (8 GPUs x 2 images); with another total batch, pass
 # --auto-scale-lr to tools/train.py to scale the lr linearly (auto_scale_lr below).
+# Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
+# THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py',
     'mmdet::_base_/datasets/coco_instance.py',

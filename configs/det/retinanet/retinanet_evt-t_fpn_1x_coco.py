@@ -1,4 +1,6 @@
 # RetinaNet + FPN with an EVT-T backbone, 1x schedule. Batch 16 (8 GPUs x 2 images).
+# Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
+# THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
     'mmdet::_base_/models/retinanet_r50_fpn.py',
     'mmdet::_base_/datasets/coco_detection.py',

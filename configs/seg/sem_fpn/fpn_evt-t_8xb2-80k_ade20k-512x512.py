@@ -1,5 +1,7 @@
 # Semantic FPN with an EVT-T backbone on ADE20K, 512x512 crops, 80k iterations,
 # AdamW lr 1e-4 wd 1e-4, poly decay. Batch 16 in total (8 GPUs x 2 images).
+# Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
+# THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
     'mmseg::_base_/models/fpn_r50.py',
     'mmseg::_base_/datasets/ade20k.py',

@@ -1,6 +1,8 @@
 # UperNet (+ auxiliary FCN head on stage 3) with an EVT-T backbone on ADE20K, 512x512
 # crops, 160k iterations, AdamW lr 6e-5 wd 0.01, 1500 linear warm-up iterations, poly
 # decay (power 1). Batch 16 in total (8 GPUs x 2 images).
+# Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
+# THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
     'mmseg::_base_/models/upernet_r50.py',
     'mmseg::_base_/datasets/ade20k.py',
