@@ -207,9 +207,11 @@ class EVT(BaseModule):
             Defaults to ``dict(type='LN', eps=1e-6)``.
         decay (str, optional): ``'euclidean'``, ``'manhattan'`` or ``'none'`` for every
             stage. Defaults to None (the arch's).
-        mixers (str | Sequence[str], optional): per-stage token mixer: ``'full'``,
-            ``'group'``, ``'dilate'``, ``'group_dilate'`` (alternating g, d, ...) or
-            ``'decomposed'``. Defaults to None (the arch's).
+        mixers (str | Sequence[str | dict], optional): per-stage token mixer: ``'full'``,
+            ``'group'``, ``'dilate'``, ``'group_dilate'`` (alternating g, d, ...),
+            ``'decomposed'``, ``'external'`` or ``'routing'``; the last two also as dicts
+            with their arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``.
+            Defaults to None (the arch's).
         group_size (int | Sequence[int], optional): tokens per group, per stage.
             Defaults to None (the arch's).
         use_rope (bool, optional): RMT's rotary shift on q, k. Defaults to None (the
@@ -336,17 +338,16 @@ class EVT(BaseModule):
             if mixer in _MIXER_MODULES:
                 attn = _MIXER_MODULES[mixer](arch['embed_dims'][i], arch['num_heads'][i],
                                              **kwargs)
-                blocks.append(EVTBlock(arch['embed_dims'][i], attn, arch['mlp_ratios'][i],
-                                       drop, arch['layer_scales'][i], arch['cpe'],
-                                       arch['ffn_dwconv']))
-                continue
-            mode = ('group' if j % 2 == 0 else 'dilate') if mixer == 'group_dilate' else mixer
-            assert mode in ATTN_MODES
-            attn = SpatialDecayAttention(
-                arch['embed_dims'][i], arch['num_heads'][i], mode=mode, decay=arch['decay'],
-                group_size=arch['group_sizes'][i], init_value=arch['init_values'][i],
-                heads_range=arch['heads_ranges'][i], use_rope=arch['use_rope'],
-                lepe=arch['lepe'], attn_impl=attn_impl, bias_cache=cache)
+            else:
+                mode = ('group' if j % 2 == 0 else 'dilate') if mixer == 'group_dilate' \
+                    else mixer
+                assert mode in ATTN_MODES
+                attn = SpatialDecayAttention(
+                    arch['embed_dims'][i], arch['num_heads'][i], mode=mode,
+                    decay=arch['decay'], group_size=arch['group_sizes'][i],
+                    init_value=arch['init_values'][i], heads_range=arch['heads_ranges'][i],
+                    use_rope=arch['use_rope'], lepe=arch['lepe'], attn_impl=attn_impl,
+                    bias_cache=cache)
             blocks.append(EVTBlock(arch['embed_dims'][i], attn, arch['mlp_ratios'][i], drop,
                                    arch['layer_scales'][i], arch['cpe'], arch['ffn_dwconv']))
         return blocks
