@@ -133,3 +133,10 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
     b = _weights(tmp_path / 'dist' / 'epoch_1.pth')
     for k in a:
         torch.testing.assert_close(b[k], a[k], atol=1e-5, rtol=1e-4, msg=k)
+    # and the distributed test launcher evaluates that checkpoint
+    proc = subprocess.run(['bash', 'tools/dist_test.sh', dist, str(tmp_path / 'dist' /
+                                                                   'epoch_1.pth'), '2',
+                           '--work-dir', str(tmp_path / 'dist_test')], cwd=REPO, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=600)
+    assert proc.returncode == 0 and 'accuracy/top1:' in proc.stdout, proc.stdout[-4000:]

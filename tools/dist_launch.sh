@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Usage: tools/dist_launch.sh SCRIPT NUM_PROCS [SCRIPT args]  (used by dist_train/dist_test)
+# Multi-node: NNODES, NODE_RANK, MASTER_ADDR, PORT as in the OpenMMLab toolkits.
+SCRIPT=$1
+NPROCS=$2
+PYTHONPATH="$(dirname "$0")/..":${PYTHONPATH:-} \
+"${PYTHON:-python}" -m torch.distributed.run \
+    --nnodes="${NNODES:-1}" --node_rank="${NODE_RANK:-0}" \
+    --master_addr="${MASTER_ADDR:-127.0.0.1}" --master_port="${PORT:-29500}" \
+    --nproc_per_node="$NPROCS" "$(dirname "$0")/$SCRIPT" "${@:3}"
