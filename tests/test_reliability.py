@@ -140,3 +140,16 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=600)
     assert proc.returncode == 0 and 'accuracy/top1:' in proc.stdout, proc.stdout[-4000:]
+
+
+@pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16])
+def test_autocast_on_a_large_input_stays_finite(dtype):
+    torch.manual_seed(0)
+    model = EVT('evt-test')
+    x = torch.randn(1, 3, 512, 640) * 3  # 20k stage-1 tokens in groups, 320 in full stage 4
+    with torch.autocast('cpu', dtype=dtype):
+        outs = model(x)
+        loss = sum(o.float().square().mean() for o in outs)
+    loss.backward()
+    assert all(torch.isfinite(o).all() for o in outs)
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
