@@ -109,15 +109,14 @@ def plot_rollout(config, checkpoint, image, query, out, device='cpu'):
 
 
 def _load_backbone(backbone, checkpoint):
-    """Backbone weights from a full-model or a backbone-only checkpoint (strict)."""
+    """Backbone weights from a full-model or a backbone-only checkpoint."""
     state = torch.load(checkpoint, map_location='cpu')
     state = state.get('state_dict', state)
-    if any(k.startswith('backbone.') for k in state):
-        state = {k[len('backbone.'):]: v for k, v in state.items() if k.startswith('backbone.')}
-    missing, unexpected = backbone.load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ValueError(f'{checkpoint}: backbone keys do not match; missing {missing[:5]}, '
-                         f'unexpected {unexpected[:5]}')
+    prefix = 'backbone.' if any(k.startswith('backbone.') for k in state) else None
+    try:
+        backbone.load_pretrained(checkpoint, prefix)
+    except ValueError as err:
+        raise SystemExit(f'{checkpoint}: backbone keys do not match the config: {err}')
 
 
 def main(argv=None):

@@ -363,8 +363,8 @@ class EVT(BaseModule):
         """
         cfg = self.init_cfg
         if isinstance(cfg, dict) and cfg.get('type') == 'Pretrained':
-            self._load_pretrained(cfg['checkpoint'] if 'checkpoint' in cfg else None,
-                                  cfg.get('prefix'), cfg.get('map_location', 'cpu'))
+            self.load_pretrained(cfg.get('checkpoint'), cfg.get('prefix'),
+                                 cfg.get('map_location', 'cpu'))
             self._is_init = True
             return
         for m in self.modules():
@@ -378,8 +378,11 @@ class EVT(BaseModule):
         if cfg is not None:
             super().init_weights()
 
-    def _load_pretrained(self, ckpt: Optional[str], prefix: Optional[str],
-                         map_location: str) -> None:
+    def load_pretrained(self, ckpt: Optional[str], prefix: Optional[str] = None,
+                        map_location: str = 'cpu') -> None:
+        """Load backbone weights from ``ckpt`` (keys under ``prefix`` if given), reporting
+        missing / unexpected keys and refusing shape mismatches (see :meth:`init_weights`).
+        """
         from mmengine.logging import print_log
         from mmengine.runner.checkpoint import CheckpointLoader
         if not ckpt or ('://' not in str(ckpt) and not osp.isfile(ckpt)):
