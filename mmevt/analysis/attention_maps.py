@@ -14,6 +14,7 @@ from ..models.backbones.evt import EVT
 from ..models.layers import SpatialDecayAttention
 from ..ops import (apply_rotary, grid_coords, group_token_index, pairwise_distance,
                    rotary_sin_cos)
+from ..ops.decay import line_decay_bias
 
 
 def visible_mask(hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
@@ -30,9 +31,7 @@ def visible_mask(hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
 
 def _softmax_1d(q: Tensor, k: Tensor, log_gamma: Tensor, scale: float) -> Tensor:
     """Attention along one axis with decay ``|i - j|``; q, k ``(L, heads, D)``."""
-    pos = torch.arange(q.shape[0], dtype=torch.float32)[:, None]
-    bias = log_gamma[:, None, None] * pairwise_distance(pos, pos, 'manhattan')[None]
-    logits = torch.einsum('ihd,jhd->hij', q, k) * scale + bias
+    logits = torch.einsum('ihd,jhd->hij', q, k) * scale + line_decay_bias(q.shape[0], log_gamma)
     return logits.softmax(-1)  # (heads, L, L)
 
 

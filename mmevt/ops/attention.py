@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .decay import (DECAY_KINDS, DecayBiasCache, check_choice, decay_bias, grid_coords,
-                    group_token_index, grouped_distance, pairwise_distance)
+                    group_token_index, grouped_distance, line_decay_bias)
 from .grouping import group_tokens, ungroup_tokens
 
 ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
@@ -189,9 +189,7 @@ def decomposed_decay_attention(q: Tensor,
     attn = attention_reference if impl == 'reference' else attention_sdpa
 
     def line_bias(length: int) -> Tensor:
-        pos = torch.arange(length, device=q.device, dtype=torch.float32)[:, None]
-        dist = pairwise_distance(pos, pos, 'manhattan')
-        return (log_gamma.float()[:, None, None] * dist).to(q.dtype)
+        return line_decay_bias(length, log_gamma).to(q.dtype)
 
     # rows: sequences along W, batch over (B, H)
     qw, kw, vw = (t.permute(0, 1, 3, 2, 4).reshape(b * h, heads, w, d) for t in (q, k, v))

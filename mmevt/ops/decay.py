@@ -22,6 +22,24 @@ def check_choice(name: str, value: str, allowed: Tuple[str, ...]) -> str:
     return value
 
 
+def check_heads(embed_dims: int, num_heads: int) -> int:
+    """Return the head dim, or raise a ``ValueError`` if ``num_heads`` does not divide C."""
+    if num_heads <= 0 or embed_dims % num_heads:
+        raise ValueError(f'num_heads ({num_heads}) must be positive and divide '
+                         f'embed_dims ({embed_dims})')
+    return embed_dims // num_heads
+
+
+def line_decay_bias(length: int, log_gamma: Tensor) -> Tensor:
+    """1D decay ``log_gamma[h] * |i - j|`` along one axis (RMT's decomposed MaSA).
+
+    Returns:
+        Tensor: float32, shape ``(heads, L, L)``, on ``log_gamma``'s device.
+    """
+    pos = torch.arange(length, device=log_gamma.device, dtype=torch.float32)[:, None]
+    return log_gamma.float()[:, None, None] * pairwise_distance(pos, pos, 'manhattan')[None]
+
+
 def decay_log_rates(num_heads: int, init_value: float, heads_range: float) -> Tensor:
     """Per-head ``log(gamma_h)``.
 
@@ -161,7 +179,8 @@ def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
 
 
 __all__ = [
-    'DECAY_KINDS', 'GROUP_MODES', 'check_choice', 'decay_log_rates', 'grid_coords',
+    'DECAY_KINDS', 'GROUP_MODES', 'check_choice', 'check_heads', 'line_decay_bias',
+    'decay_log_rates', 'grid_coords',
     'pairwise_distance', 'num_groups', 'group_token_index', 'grouped_distance',
     'DecayBiasCache', 'decay_bias'
 ]

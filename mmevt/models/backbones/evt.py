@@ -339,8 +339,9 @@ class EVT(BaseModule):
                 attn = _MIXER_MODULES[mixer](arch['embed_dims'][i], arch['num_heads'][i],
                                              **kwargs)
             else:
-                mode = ('group' if j % 2 == 0 else 'dilate') if mixer == 'group_dilate' \
-                    else mixer
+                mode = mixer
+                if mixer == 'group_dilate':  # g, d, g, d, ... like Swin's W-MSA / SW-MSA
+                    mode = 'group' if j % 2 == 0 else 'dilate'
                 assert mode in ATTN_MODES
                 attn = SpatialDecayAttention(
                     arch['embed_dims'][i], arch['num_heads'][i], mode=mode,

@@ -8,7 +8,7 @@ from .norm import LayerNorm2d, build_norm
 from .routing import BiLevelRoutingAttention
 
 __all__ = [
-    'ATTN_MODES', 'BiLevelRoutingAttention', 'ConvDownsample', 'ExternalAttention', 'ConvFFN', 'ConvNorm', 'ConvStem', 'DWConv2d', 'DropPath',
-    'EVTBlock', 'LayerNorm2d', 'LayerScale', 'PatchEmbed', 'PatchMerging',
-    'SpatialDecayAttention', 'build_norm'
+    'ATTN_MODES', 'BiLevelRoutingAttention', 'ConvDownsample', 'ConvFFN', 'ConvNorm', 'ConvStem',
+    'DWConv2d', 'DropPath', 'EVTBlock', 'ExternalAttention', 'LayerNorm2d', 'LayerScale',
+    'PatchEmbed', 'PatchMerging', 'SpatialDecayAttention', 'build_norm'
 ]

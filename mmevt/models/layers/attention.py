@@ -6,7 +6,7 @@ from torch import Tensor, nn
 from ...ops import (DECAY_KINDS, DecayBiasCache, apply_rotary, decay_log_rates,
                     decomposed_decay_attention, rotary_sin_cos, spatial_decay_attention)
 from ...ops.attention import ATTN_IMPLS
-from ...ops.decay import check_choice
+from ...ops.decay import check_choice, check_heads
 from .conv import DWConv2d
 
 ATTN_MODES = ('full', 'group', 'dilate', 'decomposed')
@@ -56,16 +56,13 @@ class SpatialDecayAttention(nn.Module):
                  attn_impl: str = 'auto',
                  bias_cache: Optional[DecayBiasCache] = None):
         super().__init__()
-        if num_heads <= 0 or embed_dims % num_heads:
-            raise ValueError(f'num_heads ({num_heads}) must be positive and divide '
-                             f'embed_dims ({embed_dims})')
+        self.head_dims = check_heads(embed_dims, num_heads)
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size <= 0:
             raise ValueError(f'group_size must be a positive int, got {group_size!r}')
         self.mode = check_choice('mode', mode, ATTN_MODES)
         self.decay = check_choice('decay', decay, DECAY_KINDS)
         self.attn_impl = check_choice('attn_impl', attn_impl, ATTN_IMPLS)
         self.embed_dims, self.num_heads = embed_dims, num_heads
-        self.head_dims = embed_dims // num_heads
         if use_rope and self.head_dims % 2:
             raise ValueError(f'use_rope needs an even head dim, got {self.head_dims}')
         self.group_size, self.use_rope = group_size, use_rope

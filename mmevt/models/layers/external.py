@@ -1,6 +1,8 @@
 """External Attention (Guo et al.): attention to two small learnable memories."""
 from torch import Tensor, nn
 
+from ...ops.decay import check_heads
+
 
 class ExternalAttention(nn.Module):
     """Multi-head External Attention with double normalisation; linear in the tokens.
@@ -21,13 +23,10 @@ class ExternalAttention(nn.Module):
     def __init__(self, embed_dims: int, num_heads: int = 1, memory_size: int = 64,
                  eps: float = 1e-9):
         super().__init__()
-        if num_heads <= 0 or embed_dims % num_heads:
-            raise ValueError(f'num_heads ({num_heads}) must be positive and divide '
-                             f'embed_dims ({embed_dims})')
+        head_dims = check_heads(embed_dims, num_heads)
         if memory_size <= 0:
             raise ValueError(f'memory_size must be positive, got {memory_size}')
         self.num_heads, self.eps = num_heads, eps
-        head_dims = embed_dims // num_heads
         self.q = nn.Linear(embed_dims, embed_dims)
         self.mk = nn.Linear(head_dims, memory_size, bias=False)
         self.mv = nn.Linear(memory_size, head_dims, bias=False)

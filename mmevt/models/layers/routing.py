@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ...ops.decay import check_heads
 from .conv import DWConv2d
 
 
@@ -32,14 +33,12 @@ class BiLevelRoutingAttention(nn.Module):
     def __init__(self, embed_dims: int, num_heads: int = 8, n_win: int = 7, topk: int = 4,
                  lepe: bool = True, qk_scale: Optional[float] = None):
         super().__init__()
-        if num_heads <= 0 or embed_dims % num_heads:
-            raise ValueError(f'num_heads ({num_heads}) must be positive and divide '
-                             f'embed_dims ({embed_dims})')
+        head_dims = check_heads(embed_dims, num_heads)
         if n_win <= 0 or topk <= 0:
             raise ValueError(f'n_win and topk must be positive, got n_win={n_win}, '
                              f'topk={topk}')
         self.num_heads, self.n_win, self.topk = num_heads, n_win, topk
-        self.scale = qk_scale or (embed_dims // num_heads) ** -0.5
+        self.scale = qk_scale or head_dims ** -0.5
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims)
         self.lepe = DWConv2d(embed_dims, 5) if lepe else None
         self.proj = nn.Linear(embed_dims, embed_dims)
@@ -61,7 +60,8 @@ class BiLevelRoutingAttention(nn.Module):
         if ph or pw:
             q, k, v, valid = (F.pad(t, (0, 0, 0, pw, 0, ph)) for t in (q, k, v, valid))
         rh, rw = (h + ph) // s, (w + pw) // s
-        q, k, v, valid = (self._regions(t, rh, rw) for t in (q, k, v, valid.expand(b, -1, -1, 1)))
+        valid = valid.expand(b, -1, -1, 1)
+        q, k, v, valid = (self._regions(t, rh, rw) for t in (q, k, v, valid))
         # region level: mean over real tokens, affinity, top-k routing
         count = valid.sum(2).clamp(min=1)
         q_r, k_r = (q * valid).sum(2) / count, (k * valid).sum(2) / count  # (B, S*S, C)
