@@ -59,7 +59,7 @@ def _measure(cfg_path: str, shape):
     from mmengine.config import Config
     from mmengine.registry import DefaultScope
 
-    from mmevt.analysis import count_macs
+    from mmevt.analysis import count_macs, count_params
     cfg = Config.fromfile(cfg_path)
     cfg.model.backbone.init_cfg = None
     scope = cfg.default_scope
@@ -69,7 +69,7 @@ def _measure(cfg_path: str, shape):
             macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m.extract_feat(x))
         else:
             macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m._forward(x))
-    return sum(p.numel() for p in model.parameters()), macs
+    return count_params(model), macs
 
 
 def main() -> None:
