@@ -7,7 +7,8 @@ data_root = 'data/demo/'
 metainfo = dict(classes=('circle', 'square', 'triangle'))
 model = dict(
     backbone=dict(
-        arch=dict(_delete_=True, embed_dims=[32, 64, 128, 256], depths=[1, 1, 2, 1], num_heads=[2, 2, 4, 8],
+        arch=dict(_delete_=True, embed_dims=[32, 64, 128, 256], depths=[1, 1, 2, 1],
+                  num_heads=[2, 2, 4, 8],
                   heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
                   mixers=['group_dilate', 'group_dilate', 'full', 'full'], group_sizes=64),
         drop_path_rate=0.,

@@ -4,12 +4,12 @@
     python tools/analysis/model_table.py det   # configs/det at 1280 x 800 (W x H)
     python tools/analysis/model_table.py seg   # configs/seg at 2048 x 512 (W x H)
 
-Params are the whole model's. FLOPs are multiply-adds of one forward: for segmentation
-the whole network (``model._forward``: backbone, neck, decode heads); for detection the
-feature extractor (``model.extract_feat``: backbone + FPN), since the RoI heads' cost
-depends on the number of proposals. They are counted by ``torch.utils.flop_counter`` with EVT's attention routed through the
-explicit reference path (on the ``meta`` device: shapes only), so attention matmuls are
-counted. Prints a markdown table with the papers' / authors' numbers
+Params are the whole model's. FLOPs are multiply-adds of one forward: for segmentation the
+whole network (``model._forward``: backbone, neck, decode heads); for detection the feature
+extractor (``model.extract_feat``: backbone + FPN), since the RoI heads' cost depends on the
+number of proposals. They are counted by ``torch.utils.flop_counter`` with EVT's attention
+routed through the explicit reference path (on the ``meta`` device: shapes only), so
+attention matmuls are counted. Prints a markdown table with the papers' / authors' numbers
 next to ours, labelled as theirs.
 """
 import argparse
