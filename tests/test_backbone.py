@@ -168,9 +168,11 @@ def test_layer_depth_for_lr_decay():
     (dict(group_size=[16, 16, -3, 16]), r'group_size\[2\] must be a positive int, got -3'),
     (dict(group_size=[16, 16]), r'group_sizes needs one value per stage \(4\), got 2'),
     (dict(mixers=['full', 'full', 'windows', 'full']),
-     r"mixers\[2\] must be one of \['full', 'group', 'dilate', 'group_dilate', 'decomposed', "
-     r"'external', 'routing'\] \(or a dict with such a 'type'\), "
-     r"got 'windows'"),
+     r"mixers\[2\] must be one of \['full', 'group', 'dilate', 'group_dilate', 'window', "
+     r"'grid', 'window_grid', 'decomposed', 'external', 'routing'\] \(or a dict with such a "
+     r"'type'\), got 'windows'"),
+    (dict(mixers=['window_grid'] * 3 + ['full'], group_size=[16, 16, 50, 16]),
+     r"group_size\[2\]=50 must be a square .* for mixers\[2\]='window_grid'"),
     (dict(decay='chebyshev'), r"decay must be one of \['euclidean', 'manhattan', 'none'\]"),
     (dict(out_indices=(0, 4)), r'out_indices entries must be ints in \[-4, 3\], got 4'),
     (dict(frozen_stages=5), r'frozen_stages must be an int in \[-1, 4\], got 5'),

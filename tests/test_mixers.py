@@ -80,6 +80,19 @@ def test_backbone_accepts_external_and_routing_mixers():
         EVT('evt-test', mixers=[dict(type='routing', topk=0)] + ['full'] * 3)
 
 
+def test_backbone_2d_window_mixers_alternate_and_match_the_1d_layout_sizes():
+    model = EVT('evt-test', mixers=['window_grid', 'window', 'grid', 'full'],
+                group_size=[16, 16, 9, 16])
+    modes = [[blk.attn.mode for blk in stage.blocks] for stage in model.stages]
+    assert modes == [['window'], ['window'], ['grid', 'grid'], ['full']]
+    deeper = EVT(dict(embed_dims=[16, 32], depths=[3, 1], num_heads=[1, 2],
+                      mixers=['window_grid', 'full'], group_sizes=16), out_indices=(0, 1))
+    assert [blk.attn.mode for blk in deeper.stages[0].blocks] == ['window', 'grid', 'window']
+    outs = model(torch.randn(1, 3, 45, 77))  # grids not divisible by the window sides
+    assert [o.shape[2:] for o in outs] == [(12, 20), (6, 10), (3, 5), (2, 3)]
+    sum(o.mean() for o in outs).backward()
+
+
 def test_mixers_are_registered_in_the_toolkits():
     import mmevt  # noqa: F401
     from mmdet.registry import MODELS as DET

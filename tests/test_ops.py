@@ -36,23 +36,44 @@ def test_distances_on_known_grid():
         pairwise_distance(p, p, 'chebyshev')
 
 
-@pytest.mark.parametrize('mode', ['group', 'dilate'])
-@pytest.mark.parametrize('n,s', [(12, 4), (13, 4), (5, 8), (64, 7)])
-def test_grouping_is_a_permutation_and_round_trips(mode, n, s):
+@pytest.mark.parametrize('mode', ['group', 'dilate', 'window', 'grid'])
+@pytest.mark.parametrize('hw,s', [((3, 4), 4), ((1, 13), 4), ((5, 7), 4), ((8, 8), 49),
+                                  ((14, 14), 64), ((2, 3), 9)])
+def test_grouping_is_a_permutation_and_round_trips(mode, hw, s):
+    n = hw[0] * hw[1]
     x = torch.randn(2, n, 3)
-    g = group_tokens(x, s, mode)
-    assert g.shape == (2, num_groups(n, s), s, 3)
-    assert torch.equal(ungroup_tokens(g, n, mode), x)
-    idx = group_token_index(n, s, mode)
+    g = group_tokens(x, s, mode, hw)
+    idx = group_token_index(hw, s, mode)
+    assert g.shape == (2, idx.shape[0], s, 3)
+    assert torch.equal(ungroup_tokens(g, n, mode, hw), x)
     real = idx[idx < n]
     assert sorted(real.tolist()) == list(range(n))  # each token exactly once
     # the layout and the index table agree, padding is zero
-    flat = torch.cat([x, x.new_zeros(2, idx.numel() - n, 3)], 1)
-    assert torch.equal(g, flat[:, idx])
+    flat = torch.cat([x, x.new_zeros(2, 1, 3)], 1)
+    assert torch.equal(g, flat[:, idx.clamp(max=n)])
+    assert (idx[:, 0] < n).all()  # every group has a real token: no all-padding softmax
+    rows, cols = real // hw[1], real % hw[1]
     if mode == 'dilate':  # token t is in group t mod G
         G = num_groups(n, s)
         for grp in range(G):
             assert all(t % G == grp for t in idx[grp].tolist() if t < n)
+    if mode in ('window', 'grid'):
+        side = math.isqrt(s)
+        gh, gw = num_groups(hw[0], side), num_groups(hw[1], side)
+        assert idx.shape[0] == gh * gw
+        grp = torch.arange(idx.shape[0])[:, None].expand_as(idx)[idx < n]
+        if mode == 'window':  # a token's window is (row // s, col // s)
+            assert torch.equal(grp, (rows // side) * gw + cols // side)
+        else:  # a token's grid window is (row mod Gh, col mod Gw)
+            assert torch.equal(grp, (rows % gh) * gw + cols % gw)
+
+
+def test_2d_modes_need_a_square_group_size_and_the_grid():
+    x = torch.randn(1, 12, 2)
+    with pytest.raises(ValueError, match=r"mode 'window' needs a square group_size .* got 50"):
+        group_tokens(x, 50, 'window', (3, 4))
+    with pytest.raises(ValueError, match=r"mode 'grid' groups a 2D grid: pass hw"):
+        group_tokens(x, 4, 'grid')
 
 
 def test_padded_keys_get_zero_weight_and_no_nan():
@@ -72,7 +93,7 @@ def test_padded_keys_get_zero_weight_and_no_nan():
 def _masked_full_reference(q, k, v, hw, log_gamma, decay, mode, group_size):
     """Full attention over all tokens with the decay bias and a same-group block mask."""
     n = hw[0] * hw[1]
-    idx = group_token_index(n, group_size, mode)
+    idx = group_token_index(hw, group_size, mode)
     group_of = torch.empty(n, dtype=torch.long)
     for g, row in enumerate(idx):
         group_of[row[row < n]] = g
@@ -85,9 +106,11 @@ def _masked_full_reference(q, k, v, hw, log_gamma, decay, mode, group_size):
 
 @settings(max_examples=25, deadline=None)
 @given(h=st.integers(1, 9), w=st.integers(1, 9), s=st.integers(1, 20), heads=st.integers(1, 3),
-       mode=st.sampled_from(['group', 'dilate', 'full']),
+       mode=st.sampled_from(['group', 'dilate', 'window', 'grid', 'full']),
        decay=st.sampled_from(['euclidean', 'manhattan', 'none']))
 def test_grouped_attention_equals_block_masked_full_attention(h, w, s, heads, mode, decay):
+    if mode in ('window', 'grid'):
+        s = (s % 4 + 1) ** 2  # 2D windows of 1x1 .. 4x4 tokens
     torch.manual_seed(h * 100 + w)
     q, k, v = (torch.randn(2, h * w, heads, 8, dtype=torch.float64) for _ in range(3))
     lg = decay_log_rates(heads, 2, 4).double()
@@ -100,7 +123,7 @@ IMPLS = ['sdpa'] + (['flex'] if flex_available() else [])
 
 
 @pytest.mark.parametrize('impl', IMPLS)
-@pytest.mark.parametrize('mode', ['full', 'group', 'dilate'])
+@pytest.mark.parametrize('mode', ['full', 'group', 'dilate', 'window', 'grid'])
 @pytest.mark.parametrize('decay', ['euclidean', 'manhattan', 'none'])
 def test_fast_paths_agree_with_reference_fp32(impl, mode, decay):
     torch.manual_seed(0)
@@ -122,14 +145,14 @@ def test_fast_paths_agree_with_reference_fp32(impl, mode, decay):
 
 
 @pytest.mark.parametrize('impl', IMPLS)
-@pytest.mark.parametrize('mode', ['full', 'group', 'dilate'])
+@pytest.mark.parametrize('mode', ['full', 'group', 'dilate', 'window', 'grid'])
 def test_fast_paths_agree_with_reference_bf16(impl, mode):
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 45, 2, 16) for _ in range(3))
     lg = decay_log_rates(2, 2, 4)
-    ref = spatial_decay_attention(q, k, v, (5, 9), lg, 'euclidean', mode, 8, impl='reference')
+    ref = spatial_decay_attention(q, k, v, (5, 9), lg, 'euclidean', mode, 9, impl='reference')
     out = spatial_decay_attention(*(t.bfloat16() for t in (q, k, v)), (5, 9), lg, 'euclidean',
-                                  mode, 8, impl=impl)
+                                  mode, 9, impl=impl)
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.float(), ref, atol=3e-2, rtol=3e-2)
 

@@ -14,11 +14,14 @@ from mmevt.models.layers import SpatialDecayAttention
 @pytest.mark.parametrize('mode,decay,rope', [('full', 'euclidean', False),
                                              ('group', 'euclidean', False),
                                              ('dilate', 'manhattan', True),
+                                             ('window', 'euclidean', False),
+                                             ('grid', 'none', False),
                                              ('decomposed', 'manhattan', True)])
 def test_dense_attention_reproduces_the_module(mode, decay, rope):
     torch.manual_seed(0)
-    attn = SpatialDecayAttention(16, 2, mode=mode, decay=decay, group_size=7, use_rope=rope,
-                                 lepe=False).eval()
+    attn = SpatialDecayAttention(16, 2, mode=mode, decay=decay,
+                                 group_size=4 if mode in ('window', 'grid') else 7,
+                                 use_rope=rope, lepe=False).eval()
     attn.proj = nn.Identity()
     x = torch.randn(5, 6, 16)
     with torch.no_grad():
@@ -28,8 +31,8 @@ def test_dense_attention_reproduces_the_module(mode, decay, rope):
     got = torch.einsum('hij,jhd->ihd', a, v).reshape(5, 6, 16)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(a.sum(-1), torch.ones(2, 30))
-    if mode in ('group', 'dilate'):
-        assert (a[:, ~visible_mask((5, 6), 7, mode)] == 0).all()
+    if mode != 'full' and mode != 'decomposed':
+        assert (a[:, ~visible_mask((5, 6), attn.group_size, mode)] == 0).all()
 
 
 def _png_ok(path, min_w=200, min_h=150):

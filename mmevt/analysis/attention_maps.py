@@ -18,11 +18,11 @@ from ..ops.decay import line_decay_bias
 
 
 def visible_mask(hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
-    """Which tokens each query can see: bool ``(N, N)`` for full / group / dilate."""
+    """Which tokens each query can see: bool ``(N, N)`` for the grouped modes."""
     n = hw[0] * hw[1]
     if mode == 'full':
         return torch.ones(n, n, dtype=torch.bool)
-    idx = group_token_index(n, group_size, mode)
+    idx = group_token_index(hw, group_size, mode)
     group_of = torch.empty(n, dtype=torch.long)
     for g, row in enumerate(idx):
         group_of[row[row < n]] = g

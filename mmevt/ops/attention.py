@@ -75,7 +75,7 @@ def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, kind: str,
                      log_gamma: Tensor):
     """``score_mod`` adding the decay of the grouped layout ``(B, heads * G, S, D)``."""
     n = hw[0] * hw[1]
-    idx = group_token_index(n, group_size, mode, log_gamma.device)  # (G, S)
+    idx = group_token_index(hw, group_size, mode, log_gamma.device)  # (G, S)
     g = idx.shape[0]
     valid = idx < n
     pos = grid_coords(hw, log_gamma.device)[idx.clamp(max=n - 1)]  # (G, S, 2)
@@ -109,7 +109,7 @@ def spatial_decay_attention(q: Tensor,
                             scale: Optional[float] = None,
                             impl: str = 'auto',
                             bias_cache: Optional[DecayBiasCache] = None) -> Tensor:
-    """Spatial-decay attention over a stage grid, full or inside 1D (dilated) groups.
+    """Spatial-decay attention over a stage grid, full or inside groups (1D or 2D).
 
     Args:
         q, k, v (Tensor): shape ``(B, N, heads, D)`` with ``N = H * W`` in row-major order.
@@ -117,8 +117,11 @@ def spatial_decay_attention(q: Tensor,
         log_gamma (Tensor): per-head ``log(gamma_h)``, shape ``(heads,)``.
         decay (str): ``'euclidean'`` (EuSA), ``'manhattan'`` (MaSA) or ``'none'``.
             Defaults to ``'euclidean'``.
-        mode (str): ``'full'``, ``'group'`` or ``'dilate'``. Defaults to ``'full'``.
-        group_size (int): tokens per group (ignored for ``full``). Defaults to 64.
+        mode (str): ``'full'``, ``'group'``, ``'dilate'`` or the 2D ``'window'`` /
+            ``'grid'`` (see :func:`~mmevt.ops.decay.group_token_index`). Defaults to
+            ``'full'``.
+        group_size (int): tokens per group (ignored for ``full``; a square for the 2D
+            modes). Defaults to 64.
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
         impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``. Defaults to
             ``'auto'``.
@@ -136,7 +139,7 @@ def spatial_decay_attention(q: Tensor,
     impl = resolve_impl(impl, q.device)
 
     def to_groups(x: Tensor) -> Tensor:
-        xg = group_tokens(x.reshape(b, n, heads * d), group_size, mode)  # (B, G, S, h*D)
+        xg = group_tokens(x.reshape(b, n, heads * d), group_size, mode, hw)  # (B, G, S, h*D)
         g, s = xg.shape[1:3]
         return xg.view(b, g, s, heads, d).permute(0, 3, 1, 2, 4).reshape(b, heads * g, s, d)
 
@@ -158,7 +161,7 @@ def spatial_decay_attention(q: Tensor,
         out = attn(qg, kg, vg, bias[None], scale)
     g, s = out.shape[1] // heads, out.shape[2]
     out = out.view(b, heads, g, s, d).permute(0, 2, 3, 1, 4).reshape(b, g, s, heads * d)
-    return ungroup_tokens(out, n, mode).view(b, n, heads, d)
+    return ungroup_tokens(out, n, mode, hw).view(b, n, heads, d)
 
 
 def decomposed_decay_attention(q: Tensor,

@@ -5,6 +5,7 @@ the tokens' (row, col) coordinates on the stage grid. Everything here is a pure 
 the grid, so nothing needs interpolating when the input size changes and nothing is stored
 in checkpoints.
 """
+import math
 from collections import OrderedDict
 from typing import Tuple
 
@@ -12,7 +13,8 @@ import torch
 from torch import Tensor
 
 DECAY_KINDS = ('euclidean', 'manhattan', 'none')
-GROUP_MODES = ('full', 'group', 'dilate')
+GROUP_MODES = ('full', 'group', 'dilate', 'window', 'grid')
+WINDOW_MODES = ('window', 'grid')  # 2D partitions, for the "2D windows vs 1D groups" ablation
 
 
 def check_choice(name: str, value: str, allowed: Tuple[str, ...]) -> str:
@@ -89,21 +91,50 @@ def num_groups(num_tokens: int, group_size: int) -> int:
     return -(-num_tokens // group_size)
 
 
-def group_token_index(num_tokens: int, group_size: int, mode: str, device=None) -> Tensor:
-    """Sequence index of every slot of the grouped layout.
+def window_side(group_size: int, mode: str) -> int:
+    """Side of the square 2D window holding ``group_size`` tokens (``'window'``/``'grid'``).
 
-    ``group``: slot (g, i) holds token ``g * group_size + i`` (consecutive groups).
-    ``dilate``: slot (g, i) holds token ``i * G + g`` (token t is in group ``t mod G``).
+    The 2D modes keep the 1D modes' meaning of ``group_size`` (tokens that meet), so an
+    ablation swaps 1D groups of 64 for 8 x 8 windows with everything else equal.
+    """
+    side = math.isqrt(group_size)
+    if side * side != group_size:
+        raise ValueError(f'mode {mode!r} needs a square group_size (tokens per 2D window, '
+                         f'e.g. 49 = 7x7 or 64 = 8x8), got {group_size}')
+    return side
+
+
+def group_token_index(hw: Tuple[int, int], group_size: int, mode: str, device=None) -> Tensor:
+    """Sequence index of every slot of the grouped layout of an ``H x W`` grid.
+
+    1D modes work on the row-major sequence of ``N = H * W`` tokens:
+    ``group``: slot (g, i) holds token ``g * group_size + i`` (consecutive groups);
+    ``dilate``: slot (g, i) holds token ``i * G + g`` (token t is in group ``t mod G``);
     ``full``: a single group holding all tokens.
-    Slots whose index is ``>= num_tokens`` are padding.
+    2D modes pad the grid to multiples of the window side ``s`` (``group_size = s * s``):
+    ``window``: non-overlapping ``s x s`` windows (Swin's W-MSA partition);
+    ``grid``: window (a, b) holds the tokens at rows ``a, a + Gh, ...`` and columns
+    ``b, b + Gw, ...`` (the 2D counterpart of ``dilate``, MaxViT's grid attention).
+    Slots whose index is ``>= N`` are padding.
 
     Returns:
         Tensor: long, shape ``(G, group_size)`` (``(1, N)`` for ``full``).
     """
     check_choice('mode', mode, GROUP_MODES)
+    h, w = hw
+    n = h * w
     if mode == 'full':
-        return torch.arange(num_tokens, device=device)[None]
-    g = num_groups(num_tokens, group_size)
+        return torch.arange(n, device=device)[None]
+    if mode in WINDOW_MODES:
+        s = window_side(group_size, mode)
+        gh, gw = num_groups(h, s), num_groups(w, s)
+        rows = torch.arange(gh * s, device=device)[:, None]
+        cols = torch.arange(gw * s, device=device)[None, :]
+        idx = torch.where((rows < h) & (cols < w), rows * w + cols, n)  # padded grid
+        if mode == 'window':
+            return idx.view(gh, s, gw, s).permute(0, 2, 1, 3).reshape(gh * gw, s * s)
+        return idx.view(s, gh, s, gw).permute(1, 3, 0, 2).reshape(gh * gw, s * s)
+    g = num_groups(n, group_size)
     idx = torch.arange(g * group_size, device=device)
     if mode == 'group':
         return idx.view(g, group_size)
@@ -122,7 +153,7 @@ def grouped_distance(hw: Tuple[int, int], group_size: int, mode: str,
         ``full``).
     """
     n = hw[0] * hw[1]
-    idx = group_token_index(n, group_size, mode, device)
+    idx = group_token_index(hw, group_size, mode, device)
     coords = grid_coords(hw, device)
     pad = idx >= n
     pos = coords[idx.clamp(max=n - 1)]
@@ -179,7 +210,7 @@ def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
 
 
 __all__ = [
-    'DECAY_KINDS', 'GROUP_MODES', 'check_choice', 'check_heads', 'line_decay_bias',
+    'DECAY_KINDS', 'GROUP_MODES', 'WINDOW_MODES', 'window_side', 'check_choice', 'check_heads', 'line_decay_bias',
     'decay_log_rates', 'grid_coords',
     'pairwise_distance', 'num_groups', 'group_token_index', 'grouped_distance',
     'DecayBiasCache', 'decay_bias'

@@ -5,6 +5,7 @@ machines without mmcv's compiled ops or any OpenMMLab toolkit.
 """
 import copy
 import logging
+import math
 import os
 import os.path as osp
 import zipfile
@@ -22,11 +23,13 @@ from ..layers import (ATTN_MODES, BiLevelRoutingAttention, ConvDownsample, ConvS
                       ExternalAttention, PatchEmbed, PatchMerging, SpatialDecayAttention,
                       build_norm)
 
-# Stage mixers accepted in ``mixers``; ``group_dilate`` alternates g, d, g, d, ...
-# ``external`` / ``routing`` (External Attention, BiFormer's BRA) may be given as dicts
-# with their own arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``.
-STAGE_MIXERS = ('full', 'group', 'dilate', 'group_dilate', 'decomposed', 'external',
-                'routing')
+# Stage mixers accepted in ``mixers``; ``group_dilate`` alternates g, d, g, d, ... and
+# ``window_grid`` its 2D counterpart (ablation). ``external`` / ``routing`` (External
+# Attention, BiFormer's BRA) may be given as dicts with their own arguments, e.g.
+# ``dict(type='routing', n_win=7, topk=4)``.
+_ALTERNATING = {'group_dilate': ('group', 'dilate'), 'window_grid': ('window', 'grid')}
+STAGE_MIXERS = ('full', 'group', 'dilate', 'group_dilate', 'window', 'grid', 'window_grid',
+                'decomposed', 'external', 'routing')
 _MIXER_MODULES = {'external': ExternalAttention, 'routing': BiLevelRoutingAttention}
 MIN_INPUT_SIZE = 32
 
@@ -208,12 +211,13 @@ class EVT(BaseModule):
         decay (str, optional): ``'euclidean'``, ``'manhattan'`` or ``'none'`` for every
             stage. Defaults to None (the arch's).
         mixers (str | Sequence[str | dict], optional): per-stage token mixer: ``'full'``,
-            ``'group'``, ``'dilate'``, ``'group_dilate'`` (alternating g, d, ...),
+            ``'group'``, ``'dilate'``, ``'group_dilate'`` (alternating g, d, ...), the 2D
+            ``'window'``, ``'grid'`` and ``'window_grid'`` (alternating; for ablations),
             ``'decomposed'``, ``'external'`` or ``'routing'``; the last two also as dicts
             with their arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``.
             Defaults to None (the arch's).
-        group_size (int | Sequence[int], optional): tokens per group, per stage.
-            Defaults to None (the arch's).
+        group_size (int | Sequence[int], optional): tokens per group, per stage (a square
+            ``s * s`` for the 2D mixers). Defaults to None (the arch's).
         use_rope (bool, optional): RMT's rotary shift on q, k. Defaults to None (the
             arch's: on for RMT, off for EVT).
         layer_scale (float | Sequence[float], optional): layer-scale init per stage, 0 for
@@ -303,9 +307,12 @@ class EVT(BaseModule):
             if isinstance(mixer, dict) and len(mixer) > 1 and name not in _MIXER_MODULES:
                 raise ValueError(f'mixers[{i}]: only {list(_MIXER_MODULES)} take arguments; '
                                  f'use group_size / decay for {name!r}, got {mixer!r}')
-        for i, g in enumerate(arch['group_sizes']):
+        for i, (g, mixer) in enumerate(zip(arch['group_sizes'], arch['mixers'])):
             if isinstance(g, bool) or not isinstance(g, int) or g <= 0:
                 raise ValueError(f'group_size[{i}] must be a positive int, got {g!r}')
+            if mixer in ('window', 'grid', 'window_grid') and math.isqrt(g) ** 2 != g:
+                raise ValueError(f'group_size[{i}]={g} must be a square (tokens per 2D '
+                                 f'window, e.g. 49 or 64) for mixers[{i}]={mixer!r}')
         for i, d in enumerate(arch['depths']):
             if not isinstance(d, int) or d < 1:
                 raise ValueError(f'depths[{i}] must be a positive int, got {d!r}')
@@ -340,8 +347,8 @@ class EVT(BaseModule):
                                              **kwargs)
             else:
                 mode = mixer
-                if mixer == 'group_dilate':  # g, d, g, d, ... like Swin's W-MSA / SW-MSA
-                    mode = 'group' if j % 2 == 0 else 'dilate'
+                if mixer in _ALTERNATING:  # g, d, g, d, ... like Swin's W-MSA / SW-MSA
+                    mode = _ALTERNATING[mixer][j % 2]
                 assert mode in ATTN_MODES
                 attn = SpatialDecayAttention(
                     arch['embed_dims'][i], arch['num_heads'][i], mode=mode,

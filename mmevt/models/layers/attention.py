@@ -6,10 +6,10 @@ from torch import Tensor, nn
 from ...ops import (DECAY_KINDS, DecayBiasCache, apply_rotary, decay_log_rates,
                     decomposed_decay_attention, rotary_sin_cos, spatial_decay_attention)
 from ...ops.attention import ATTN_IMPLS
-from ...ops.decay import check_choice, check_heads
+from ...ops.decay import WINDOW_MODES, check_choice, check_heads, window_side
 from .conv import DWConv2d
 
-ATTN_MODES = ('full', 'group', 'dilate', 'decomposed')
+ATTN_MODES = ('full', 'group', 'dilate', 'window', 'grid', 'decomposed')
 
 
 class SpatialDecayAttention(nn.Module):
@@ -18,7 +18,8 @@ class SpatialDecayAttention(nn.Module):
     ``decay='euclidean'`` is EVT's EuSA, ``'manhattan'`` RMT's MaSA, ``'none'`` plain
     attention. ``mode`` chooses which tokens meet: ``full`` (all tokens of the stage),
     ``group`` (EuSA-g, consecutive 1D groups), ``dilate`` (EuSA-d, token t in group
-    ``t mod G``) or ``decomposed`` (RMT's row-then-column attention).
+    ``t mod G``), ``window`` / ``grid`` (2D ``s x s`` windows / strided 2D windows, for
+    ablations against the 1D groups) or ``decomposed`` (RMT's row-then-column attention).
 
     Separate q/k/v linears, LePE (5x5 depth-wise conv on v added to the output), output
     linear, and optionally RMT's rotary shift on q and k. The decay rates are a
@@ -30,7 +31,8 @@ class SpatialDecayAttention(nn.Module):
         mode (str): see above. Defaults to ``'full'``.
         decay (str): ``'euclidean'``, ``'manhattan'`` or ``'none'``. Defaults to
             ``'euclidean'``.
-        group_size (int): tokens per group for ``group``/``dilate``. Defaults to 64.
+        group_size (int): tokens per group for ``group``/``dilate``/``window``/``grid``
+            (a square, ``s * s``, for the 2D modes). Defaults to 64.
         init_value (float): decay ``init_value``. Defaults to 2.
         heads_range (float): decay ``heads_range``. Defaults to 4.
         use_rope (bool): apply RMT's rotary shift to q, k. Defaults to False.
@@ -60,6 +62,8 @@ class SpatialDecayAttention(nn.Module):
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size <= 0:
             raise ValueError(f'group_size must be a positive int, got {group_size!r}')
         self.mode = check_choice('mode', mode, ATTN_MODES)
+        if mode in WINDOW_MODES:
+            window_side(group_size, mode)
         self.decay = check_choice('decay', decay, DECAY_KINDS)
         self.attn_impl = check_choice('attn_impl', attn_impl, ATTN_IMPLS)
         self.embed_dims, self.num_heads = embed_dims, num_heads
