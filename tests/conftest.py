@@ -8,6 +8,9 @@ import pytest
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIGS = osp.join(REPO, 'configs')
+# Every alternative token mixer once, for the tiny arch inside each task's end-to-end test.
+MIXED_MIXERS = ("[dict(type='routing', n_win=4, topk=2), dict(type='external', memory_size=16), "
+                "'window_grid', 'full']")
 
 
 def run_tool(*args, timeout=900, env=None, check=True):

@@ -4,7 +4,7 @@ import os.path as osp
 import pytest
 import torch
 
-from conftest import CONFIGS, run_tool, write_config
+from conftest import CONFIGS, MIXED_MIXERS, run_tool, write_config
 
 EVT_T = osp.join(CONFIGS, 'cls', 'evt', 'evt-t_8xb128_in1k.py')
 
@@ -16,7 +16,7 @@ work_dir = {work_dir!r}
 data_root = {data_root!r}
 classes = ('triangle', 'square', 'pentagon', 'hexagon', 'octagon', 'circle')
 data_preprocessor = dict(num_classes=6)
-model = dict(backbone=dict(arch='evt-test', drop_path_rate=0.1),
+model = dict(backbone=dict(arch='evt-test', drop_path_rate=0.1, mixers={MIXED_MIXERS}),
              neck=dict(in_channels=128, hidden_channels=64),
              head=dict(num_classes=6, in_channels=64))
 train_pipeline = [

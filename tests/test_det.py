@@ -5,7 +5,7 @@ import os.path as osp
 import pytest
 import torch
 
-from conftest import CONFIGS, run_tool, write_config
+from conftest import CONFIGS, MIXED_MIXERS, run_tool, write_config
 from det_tiny import CASCADE_OPTS, tiny_det_config
 
 FAMILIES = {
@@ -23,6 +23,8 @@ def trained(shapes_root, tmp_path_factory):
         tmp = tmp_path_factory.mktemp(family)
         kind = family if family != 'mask_rcnn_3x' else 'mask_rcnn'
         extra = ''
+        if family == 'cascade':  # routing / external / 2D windows inside a detector
+            extra = f"model['backbone']['mixers'] = {MIXED_MIXERS}"
         if family == 'mask_rcnn_3x':  # keep the multi-scale resize, at demo scale
             extra = ("train_pipeline[2] = dict(type='RandomChoiceResize', "
                      "scales=[(128, 64), (128, 96)], keep_ratio=True)\n"

@@ -4,7 +4,7 @@ import os.path as osp
 
 import pytest
 
-from conftest import CONFIGS, run_tool, write_config
+from conftest import CONFIGS, MIXED_MIXERS, run_tool, write_config
 
 BASES = {
     'sem_fpn': osp.join(CONFIGS, 'seg', 'sem_fpn', 'fpn_evt-t_8xb2-80k_ade20k-512x512.py'),
@@ -17,6 +17,8 @@ HEADS = {
                "norm_cfg=norm_cfg),\n"
                "    auxiliary_head=dict(in_channels=64, channels=32, norm_cfg=norm_cfg)",
 }
+# UperNet runs the alternative token mixers (routing / external / 2D windows)
+MIXERS = {'sem_fpn': 'None', 'upernet': MIXED_MIXERS}
 
 
 def tiny_seg_config(family, data_root, work_dir):
@@ -28,7 +30,8 @@ crop_size = (64, 64)
 norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
     data_preprocessor=dict(size=crop_size),
-    backbone=dict(arch='evt-test', norm_cfg=dict(type='BN'), init_cfg=None),
+    backbone=dict(arch='evt-test', norm_cfg=dict(type='BN'), init_cfg=None,
+                  mixers={MIXERS[family]}),
     {HEADS[family]})
 train_pipeline = [
     dict(type='LoadImageFromFile'),
