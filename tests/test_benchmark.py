@@ -19,3 +19,26 @@ def test_benchmark_throughput_train_and_scaling(tmp_path):
     out = run_tool('tools/analysis/benchmark.py', '--arch', 'evt-test', '--scaling', '64', '128',
                    '--dtype', 'fp32', '--warmup', '0', '--iters', '1')
     assert '| evt-test | 128x128 | fp32 |' in out
+
+
+def test_benchmark_reads_config_backbones_and_counts_complexity(tmp_path):
+    import os.path as osp
+
+    from conftest import CONFIGS
+    from mmevt.analysis import count_macs, count_params
+    from mmevt.models import EVT
+    cfg = osp.join(CONFIGS, 'cls', 'ablation', 'evt-s_2d-windows_8xb128_in1k.py')
+    out_json = tmp_path / 'ablation.json'
+    out = run_tool('tools/analysis/benchmark.py', '--config', cfg, '--complexity',
+                   '--batch', '1', '--size', '96', '--dtype', 'fp32', '--warmup', '0',
+                   '--iters', '1', '--json', str(out_json))
+    assert '| evt-s_2d-windows_8xb128_in1k | b1@96 | fp32 |' in out
+    assert '| evt-t |' not in out  # --config alone runs only the configs
+    (row, ) = json.loads(out_json.read_text())['rows']
+    cls_kwargs = dict(out_indices=(3, ), out_norm_cfg=None)  # the classifier's backbone
+    windows = EVT('evt-s', mixers=['window_grid'] * 3 + ['full'], **cls_kwargs)
+    groups = EVT('evt-s', **cls_kwargs)
+    # the config's mixers were applied: same weights as EVT-S, different partition cost
+    assert abs(row['params_m'] - count_params(groups) / 1e6) < 1e-9
+    assert abs(row['gmacs'] - count_macs(windows, (1, 3, 96, 96)) / 1e9) < 1e-9
+    assert count_macs(windows, (1, 3, 96, 96)) != count_macs(groups, (1, 3, 96, 96))

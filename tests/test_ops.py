@@ -203,3 +203,45 @@ def test_flex_backward_on_cpu_is_a_clear_error():
     q = torch.randn(1, 4, 1, 16, requires_grad=True)
     with pytest.raises(ValueError, match="attn_impl='flex' has no backward on CPU"):
         spatial_decay_attention(q, q, q, (2, 2), decay_log_rates(1, 2, 4), impl='flex')
+
+
+def test_auto_path_choice_per_device_and_compile(monkeypatch):
+    from mmevt.ops import resolve_impl
+    cuda, cpu = torch.device('cuda'), torch.device('cpu')
+    assert resolve_impl('auto', cpu, 32) == 'sdpa'
+    assert resolve_impl('auto', cuda, 32) == 'sdpa'  # eager Flex is unfused: SDPA
+    assert resolve_impl('reference', cuda, 32) == 'reference'  # explicit choice wins
+    monkeypatch.setattr(torch.compiler, 'is_compiling', lambda: True)
+    assert resolve_impl('auto', cuda, 32) == ('flex' if flex_available() else 'sdpa')
+    assert resolve_impl('auto', cuda, 24) == 'sdpa'  # head dim Flex kernels do not tile
+    assert resolve_impl('auto', cpu, 32) == 'sdpa'
+    assert resolve_impl('sdpa', cuda, 32) == 'sdpa'
+
+
+def test_cache_memoises_none_and_bounds_entries():
+    cache, calls = DecayBiasCache(max_entries=2), []
+    build = lambda: calls.append(1)  # noqa: E731  returns None
+    assert cache.memo(('a', ), build) is None and cache.memo(('a', ), build) is None
+    assert len(calls) == 1
+    cache.memo(('b', ), build), cache.memo(('c', ), build), cache.memo(('a', ), build)
+    assert len(calls) == 4  # 'a' was evicted
+
+
+@pytest.mark.skipif(not flex_available(), reason='torch without FlexAttention')
+def test_flex_padding_block_mask_is_cached_and_only_built_with_padding():
+    from mmevt.ops.attention import padding_block_mask
+    assert padding_block_mask((8, 8), 16, 'group', 2, torch.device('cpu')) is None
+    assert padding_block_mask((8, 8), 16, 'window', 2, torch.device('cpu')) is None
+    mask = padding_block_mask((7, 11), 16, 'dilate', 2, torch.device('cpu'))
+    assert mask.shape[-2:] == (16, 16) and mask.shape[1] == 2 * num_groups(77, 16)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 77, 2, 16) for _ in range(3))
+    lg, cache = decay_log_rates(2, 2, 4), DecayBiasCache()
+    ref = spatial_decay_attention(q, k, v, (7, 11), lg, mode='dilate', group_size=16,
+                                  impl='reference')
+    for _ in range(2):
+        out = spatial_decay_attention(q, k, v, (7, 11), lg, mode='dilate', group_size=16,
+                                      impl='flex', bias_cache=cache)
+        torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    (key, ) = [key for key in cache._store if key[0] == 'flex_pad']
+    assert cache._store[key] is not None

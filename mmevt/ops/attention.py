@@ -6,8 +6,9 @@ All paths compute, per head h and group,
 - ``reference``: explicit logits, ``softmax``, matmul. Slow, obviously right.
 - ``sdpa``: ``F.scaled_dot_product_attention`` with the (cached) additive bias.
 - ``flex``: FlexAttention; the decay is computed inside the kernel from token coordinates
-  (``score_mod``), so no ``N x N`` bias tensor exists. Fastest on GPUs under ``torch.compile``;
-  in eager mode on CPU it runs PyTorch's unfused fallback (for tests).
+  (``score_mod``), so no ``N x N`` bias tensor exists, and padded keys are removed by a
+  cached ``BlockMask`` (only groups that contain padding pay for the mask). Fused on GPUs
+  under ``torch.compile``; in eager mode it runs PyTorch's unfused fallback (for tests).
 """
 from typing import Optional, Tuple
 
@@ -22,9 +23,10 @@ from .grouping import group_tokens, ungroup_tokens
 ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
 
 try:  # FlexAttention exists from torch 2.5; the model must still import without it.
+    from torch.nn.attention.flex_attention import create_block_mask as _create_block_mask
     from torch.nn.attention.flex_attention import flex_attention as _flex_attention
 except ImportError:  # pragma: no cover - depends on the installed torch
-    _flex_attention = None
+    _create_block_mask = _flex_attention = None
 
 
 def flex_available() -> bool:
@@ -32,17 +34,25 @@ def flex_available() -> bool:
     return _flex_attention is not None
 
 
-def resolve_impl(impl: str, device: torch.device) -> str:
+def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None) -> str:
     """Map ``'auto'`` to a concrete path for ``device``.
 
-    ``auto`` picks fused SDPA everywhere for now: it is the fastest path on CPU and a safe
-    default on GPU without ``torch.compile``.
+    ``auto`` picks FlexAttention on CUDA while ``torch.compile`` traces the model (the only
+    case where Flex runs fused: decay in-kernel, no bias tensor, block-sparse padding) when
+    the head dim suits its kernels (a power of two >= 16), and fused SDPA with a cached bias
+    everywhere else (eager Flex materialises the scores; on CPU SDPA is fastest).
     """
     check_choice('attn_impl', impl, ATTN_IMPLS)
     if impl == 'flex' and not flex_available():
         raise ValueError("attn_impl='flex' needs torch >= 2.5 (FlexAttention); "
                          f'this is torch {torch.__version__}')
-    return 'sdpa' if impl == 'auto' else impl
+    if impl != 'auto':
+        return impl
+    flex_dim = head_dim is None or (head_dim >= 16 and head_dim & (head_dim - 1) == 0)
+    if (device.type == 'cuda' and flex_available() and flex_dim
+            and torch.compiler.is_compiling()):
+        return 'flex'
+    return 'sdpa'
 
 
 def attention_reference(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
@@ -77,7 +87,6 @@ def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, kind: str,
     n = hw[0] * hw[1]
     idx = group_token_index(hw, group_size, mode, log_gamma.device)  # (G, S)
     g = idx.shape[0]
-    valid = idx < n
     pos = grid_coords(hw, log_gamma.device)[idx.clamp(max=n - 1)]  # (G, S, 2)
     rows, cols = pos[..., 0].contiguous(), pos[..., 1].contiguous()
     log_gamma = log_gamma.float()
@@ -92,10 +101,30 @@ def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, kind: str,
             dist = dr.abs() + dc.abs()
         else:
             dist = dr * 0
-        out = score + (log_gamma[head] * dist).to(score.dtype)
-        return torch.where(valid[grp, kv_idx], out, float('-inf'))
+        return score + (log_gamma[head] * dist).to(score.dtype)
 
     return score_mod
+
+
+def padding_block_mask(hw: Tuple[int, int], group_size: int, mode: str, heads: int,
+                       device: torch.device):
+    """Flex ``BlockMask`` hiding the padded key slots of the grouped layout.
+
+    Returns:
+        BlockMask | None: for ``(B, heads * G, S, S)`` scores (broadcast over B), or None
+        when the grid fills every group (no padding, nothing to mask).
+    """
+    n = hw[0] * hw[1]
+    idx = group_token_index(hw, group_size, mode, device)  # (G, S)
+    valid = idx < n
+    if bool(valid.all()):
+        return None
+    g, s = idx.shape
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return valid[h % g, kv_idx]
+
+    return _create_block_mask(mask_mod, None, heads * g, s, s, device=device)
 
 
 def spatial_decay_attention(q: Tensor,
@@ -125,8 +154,9 @@ def spatial_decay_attention(q: Tensor,
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
         impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``. Defaults to
             ``'auto'``.
-        bias_cache (DecayBiasCache, optional): memo for the additive bias (unused by
-            ``flex``). Defaults to None (built on every call).
+        bias_cache (DecayBiasCache, optional): memo for the additive bias (``sdpa``,
+            ``reference``) or the padding block mask (``flex``). Defaults to None (built on
+            every call).
 
     Returns:
         Tensor: shape ``(B, N, heads, D)``.
@@ -136,7 +166,7 @@ def spatial_decay_attention(q: Tensor,
     assert n == hw[0] * hw[1], f'{n} tokens do not fill a {hw} grid'
     assert log_gamma.numel() == heads
     scale = d ** -0.5 if scale is None else scale
-    impl = resolve_impl(impl, q.device)
+    impl = resolve_impl(impl, q.device, d)
 
     def to_groups(x: Tensor) -> Tensor:
         xg = group_tokens(x.reshape(b, n, heads * d), group_size, mode, hw)  # (B, G, S, h*D)
@@ -150,7 +180,15 @@ def spatial_decay_attention(q: Tensor,
             raise ValueError("attn_impl='flex' has no backward on CPU in this torch; use "
                              "attn_impl='sdpa' (or 'auto') to train on CPU")
         score_mod = _decay_score_mod(hw, group_size, mode, decay, log_gamma)
-        out = _flex_attention(qg, kg, vg, score_mod=score_mod, scale=scale)
+
+        def build_mask():
+            return padding_block_mask(hw, group_size, mode, heads, q.device)
+
+        block_mask = (bias_cache.memo(('flex_pad', tuple(hw), group_size, mode, heads,
+                                       q.device), build_mask)
+                      if bias_cache is not None else build_mask())
+        out = _flex_attention(qg, kg, vg, score_mod=score_mod, block_mask=block_mask,
+                              scale=scale)
     else:
         if bias_cache is not None:
             bias = bias_cache.get(log_gamma, hw, group_size, mode, decay, qg.dtype)

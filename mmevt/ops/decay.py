@@ -7,11 +7,12 @@ in checkpoints.
 """
 import math
 from collections import OrderedDict
-from typing import Tuple
+from typing import Callable, Tuple, TypeVar
 
 import torch
 from torch import Tensor
 
+T = TypeVar('T')
 DECAY_KINDS = ('euclidean', 'manhattan', 'none')
 GROUP_MODES = ('full', 'group', 'dilate', 'window', 'grid')
 WINDOW_MODES = ('window', 'grid')  # 2D partitions, for the "2D windows vs 1D groups" ablation
@@ -162,16 +163,29 @@ def grouped_distance(hw: Tuple[int, int], group_size: int, mode: str,
 
 
 class DecayBiasCache:
-    """Memo of additive decay biases keyed by grid, grouping, device and dtype.
+    """Memo of per-grid attention inputs: additive decay biases, Flex block masks.
 
-    One instance lives in each stage: all blocks of a stage share the decay rates, so a bias
-    is built once per input size instead of once per block. Only ``max_entries`` entries are
-    kept (multi-scale training sees many sizes).
+    One instance lives in each stage: all blocks of a stage share the decay rates and the
+    grid, so a bias (or mask) is built once per input size instead of once per block. Only
+    ``max_entries`` entries are kept (multi-scale training sees many sizes).
     """
+
+    _MISSING = object()
 
     def __init__(self, max_entries: int = 8):
         self.max_entries = max_entries
-        self._store: 'OrderedDict[tuple, Tensor]' = OrderedDict()
+        self._store: 'OrderedDict[tuple, object]' = OrderedDict()
+
+    def memo(self, key: tuple, build: Callable[[], T]) -> T:
+        """``build()``'s result, computed once per ``key`` (None results are kept too)."""
+        value = self._store.get(key, self._MISSING)
+        if value is self._MISSING:
+            value = self._store[key] = build()
+            while len(self._store) > self.max_entries:
+                self._store.popitem(last=False)
+        else:
+            self._store.move_to_end(key)
+        return value
 
     def get(self, log_gamma: Tensor, hw: Tuple[int, int], group_size: int, mode: str,
             kind: str, dtype: torch.dtype) -> Tensor:
@@ -180,17 +194,10 @@ class DecayBiasCache:
         Returns:
             Tensor: shape ``(heads * G, S, S)``, head-major (index ``h * G + g``).
         """
-        key = (tuple(hw), group_size, mode, kind, log_gamma.device, dtype)
-        bias = self._store.get(key)
-        if bias is None:
-            dist = grouped_distance(hw, group_size, mode, kind, log_gamma.device)
-            bias = decay_bias(log_gamma, dist).to(dtype)
-            self._store[key] = bias
-            while len(self._store) > self.max_entries:
-                self._store.popitem(last=False)
-        else:
-            self._store.move_to_end(key)
-        return bias
+        key = ('bias', tuple(hw), group_size, mode, kind, log_gamma.device, dtype)
+        return self.memo(key, lambda: decay_bias(
+            log_gamma, grouped_distance(hw, group_size, mode, kind,
+                                        log_gamma.device)).to(dtype))
 
     def clear(self) -> None:
         self._store.clear()

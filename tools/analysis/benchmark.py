@@ -5,15 +5,21 @@
     python tools/analysis/benchmark.py --latency             # batch-1 latency (the CPU case)
     python tools/analysis/benchmark.py --train 800 1344      # backbone train step, batch 2
     python tools/analysis/benchmark.py --scaling 224 512 1024  # time/memory vs input size
+    python tools/analysis/benchmark.py --config configs/cls/ablation/*.py --complexity
+        # the backbones of configs (token-mixer ablations), with params and FLOPs
+    python tools/analysis/benchmark.py --arch evt-s rmt-s --profile 10  # dominant kernels
 
 Needs only torch (+ mmengine for mmevt itself); Swin comes from mmpretrain when installed,
-else from timm, else it is left out with a note. fp32 runs with TF32 off (as the EVT
+else from timm, else it is left out with a note. ``--config`` reads ``model.backbone`` of
+OpenMMLab configs (their toolkit must be installed to resolve ``toolkit::`` bases). fp32 runs with TF32 off (as the EVT
 paper's A100 table); ``--dtype bf16`` runs under autocast. Prints a table and writes JSON.
 Numbers are what this run measured on this machine: they are printed with the device name.
 """
 import argparse
 import json
+import os.path as osp
 import platform
+import statistics
 import time
 from contextlib import nullcontext
 from typing import Callable, Dict, List, Optional
@@ -43,6 +49,23 @@ def build(arch: str, attn_impl: str) -> Optional[nn.Module]:
         return None
 
 
+def build_from_config(path: str) -> nn.Module:
+    """The backbone ``model.backbone`` of an OpenMMLab config (weights not loaded)."""
+    import mmevt  # noqa: F401  (registers EVT and the token mixers)
+    from mmengine.config import Config
+    from mmengine.registry import MODELS
+    cfg = Config.fromfile(path).model.backbone
+    cfg.pop('init_cfg', None)  # speed does not depend on weights; checkpoints may be absent
+    return MODELS.build(cfg)
+
+
+def complexity(model: nn.Module, shape) -> Dict[str, float]:
+    """Params (M) and multiply-adds per image (G) of ``model`` at ``shape``'s size."""
+    from mmevt.analysis import count_macs, count_params
+    return dict(params_m=count_params(model) / 1e6,
+                gmacs=count_macs(model, (1, ) + tuple(shape[1:])) / 1e9)
+
+
 def device_name(device: torch.device) -> str:
     if device.type == 'cuda':
         return torch.cuda.get_device_name(device)
@@ -50,20 +73,29 @@ def device_name(device: torch.device) -> str:
 
 
 def timed(fn: Callable[[], None], device: torch.device, warmup: int, iters: int) -> float:
-    """Seconds per call of ``fn`` after ``warmup`` calls."""
+    """Median seconds per call of ``fn`` over ``iters`` calls after ``warmup`` calls.
+
+    The median, not the mean: on a shared CPU one slow call (another process, a page
+    fault) would otherwise move a whole row.
+    """
     sync = torch.cuda.synchronize if device.type == 'cuda' else (lambda: None)
     for _ in range(warmup):
         fn()
-    sync()
-    start = time.perf_counter()
-    for _ in range(iters):
+    times = []
+    for _ in range(max(iters, 1)):
+        sync()
+        start = time.perf_counter()
         fn()
-    sync()
-    return (time.perf_counter() - start) / iters
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def measure(model: nn.Module, device: torch.device, shape, dtype: str, train: bool,
-            compile_: bool, warmup: int, iters: int) -> Dict[str, float]:
+            compile_: bool, warmup: int, iters: int,
+            profile: int = 0) -> Dict[str, float]:
+    """Time one case; the model is on ``device`` only meanwhile, so the peak memory is
+    this model's alone. ``profile > 0`` prints the ``profile`` costliest kernels."""
     model = model.to(device)
     model.train(train)  # some backbones' train() returns None
     run = torch.compile(model) if compile_ else model
@@ -78,18 +110,40 @@ def measure(model: nn.Module, device: torch.device, shape, dtype: str, train: bo
             sum(o.float().mean() for o in out).backward()
 
     if device.type == 'cuda':
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     with (nullcontext() if train else torch.no_grad()):
         sec = timed(step, device, warmup, iters)
+        if profile:
+            print_profile(step, device, profile)
     result = dict(seconds=sec, images_per_s=shape[0] / sec)
     if device.type == 'cuda':
         result['peak_mem_mb'] = torch.cuda.max_memory_allocated(device) / 2**20
+    model.cpu()
     return result
+
+
+def print_profile(step: Callable[[], None], device: torch.device, top: int) -> None:
+    """Which kernels dominate one step: the ``top`` ops by self time on ``device``."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == 'cuda' else [])
+    with profile(activities=acts) as prof:
+        step()
+        if device.type == 'cuda':
+            torch.cuda.synchronize()
+    key = 'self_cuda_time_total' if device.type == 'cuda' else 'self_cpu_time_total'
+    print(prof.key_averages().table(sort_by=key, row_limit=top), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--arch', nargs='+', default=DEFAULT_ARCHS)
+    parser.add_argument('--arch', nargs='+', default=None,
+                        help=f'archs to run (default: {" ".join(DEFAULT_ARCHS)}, or none '
+                             'when --config is given)')
+    parser.add_argument('--config', nargs='+', default=[],
+                        help="also run the backbones of these configs ('model.backbone')")
+    parser.add_argument('--complexity', action='store_true',
+                        help='add params and multiply-adds per image (meta device, exact)')
     parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     parser.add_argument('--dtype', nargs='+', default=['fp32', 'bf16'], choices=['fp32', 'bf16'])
     parser.add_argument('--batch', type=int, default=64)
@@ -103,6 +157,10 @@ def main() -> None:
     parser.add_argument('--attn-impl', default='auto')
     parser.add_argument('--warmup', type=int, default=3)
     parser.add_argument('--iters', type=int, default=10)
+    parser.add_argument('--rounds', type=int, default=1,
+                        help='interleaved rounds over all models; the median is reported')
+    parser.add_argument('--profile', type=int, default=0, metavar='TOP',
+                        help='print the TOP costliest ops of one step of each case')
     parser.add_argument('--json', help='write the results here')
     args = parser.parse_args()
 
@@ -117,23 +175,54 @@ def main() -> None:
         b = 1 if args.latency else args.batch
         cases = [(f'b{b}@{args.size}', (b, 3, args.size, args.size), False)]
     print(f'device: {device_name(device)}; torch {torch.__version__}')
-    print('| arch | case | dtype | compiled | ms / batch | images/s | peak MB |')
-    print('|---|---|---|---|---|---|---|')
-    rows: List[dict] = []
-    for arch in args.arch:
-        model = build(arch, args.attn_impl)
+    archs = args.arch if args.arch is not None else ([] if args.config else DEFAULT_ARCHS)
+    models = [(a, lambda a=a: build(a, args.attn_impl)) for a in archs]
+    models += [(osp.splitext(osp.basename(c))[0], lambda c=c: build_from_config(c))
+               for c in args.config]
+    extra = ' params (M) | GMACs / image |' if args.complexity else ''
+    print(f'| model | case | dtype | compiled | ms / batch | images/s | peak MB |{extra}')
+    print('|---|---|---|---|---|---|---|' + '---|---|' * args.complexity)
+    built = []
+    for name, make in models:
+        model = make()
         if model is None:
-            print(f'| {arch} | - | - | - | (no mmpretrain or timm: skipped) | | |')
-            continue
-        for case, shape, train in cases:
-            for dtype in args.dtype:
-                for comp in ([False, True] if args.compile else [False]):
-                    r = measure(model, device, shape, dtype, train, comp, args.warmup,
-                                args.iters)
-                    rows.append(dict(arch=arch, case=case, dtype=dtype, compiled=comp, **r))
-                    peak = f"{r['peak_mem_mb']:.0f}" if 'peak_mem_mb' in r else '-'
-                    print(f"| {arch} | {case} | {dtype} | {comp} | {1e3 * r['seconds']:.1f} | "
-                          f"{r['images_per_s']:.1f} | {peak} |", flush=True)
+            print(f'| {name} | - | - | - | (no mmpretrain or timm: skipped) | | |')
+        else:
+            built.append((name, model))
+    jobs = [(name, model, case, shape, train, dtype, comp)
+            for name, model in built for case, shape, train in cases
+            for dtype in args.dtype for comp in ([False, True] if args.compile else [False])]
+    costs = {(name, case): complexity(model, shape) if args.complexity else {}
+             for name, model in built for case, shape, _ in cases}
+    rows: List[dict] = []
+
+    def emit(job, runs: List[Dict[str, float]]) -> None:
+        name, _, case, shape, _, dtype, comp = job
+        sec = statistics.median(r['seconds'] for r in runs)
+        r = dict(seconds=sec, images_per_s=shape[0] / sec)
+        if 'peak_mem_mb' in runs[0]:
+            r['peak_mem_mb'] = max(x['peak_mem_mb'] for x in runs)
+        cost = costs[(name, case)]
+        rows.append(dict(arch=name, case=case, dtype=dtype, compiled=comp, **r, **cost))
+        peak = f"{r['peak_mem_mb']:.0f}" if 'peak_mem_mb' in r else '-'
+        cols = f" {cost['params_m']:.2f} | {cost['gmacs']:.2f} |" if cost else ''
+        print(f"| {name} | {case} | {dtype} | {comp} | {1e3 * sec:.1f} | "
+              f"{r['images_per_s']:.1f} | {peak} |{cols}", flush=True)
+
+    # Rounds interleave the models, so slow drift of a shared machine hits all rows alike.
+    runs: List[List[Dict[str, float]]] = [[] for _ in jobs]
+    for rnd in range(args.rounds):
+        for job, done in zip(jobs, runs):
+            name, model, case, shape, train, dtype, comp = job
+            if args.profile and rnd == 0:
+                print(f'profile: {name} {case} {dtype} compiled={comp}', flush=True)
+            done.append(measure(model, device, shape, dtype, train, comp, args.warmup,
+                                args.iters, args.profile if rnd == 0 else 0))
+            if args.rounds == 1:
+                emit(job, done)
+    if args.rounds > 1:
+        for job, done in zip(jobs, runs):
+            emit(job, done)
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(dict(device=device_name(device), torch=torch.__version__, rows=rows), f,
