@@ -13,6 +13,17 @@ MIXED_MIXERS = ("[dict(type='routing', n_win=4, topk=2), dict(type='external', m
                 "'window_grid', 'full']")
 
 
+def probe_loss(outs) -> 'torch.Tensor':
+    """A loss whose gradients are not ~0: fixed random projections of the outputs.
+
+    ``o.mean()`` or ``o.square().mean()`` of LayerNorm-ed outputs is (nearly) constant, so
+    gradients compared with such a loss would be numerical noise.
+    """
+    import torch
+    gen = torch.Generator().manual_seed(0)
+    return sum((o * torch.randn(o.shape, generator=gen).to(o)).sum() for o in outs)
+
+
 def run_tool(*args, timeout=900, env=None, check=True):
     """Run ``python <args>`` from the repo root; return combined stdout+stderr."""
     full_env = dict(os.environ, PYTHONHASHSEED='0', OMP_NUM_THREADS='2')
