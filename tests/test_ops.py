@@ -10,6 +10,7 @@ from mmevt.ops import (DecayBiasCache, attention_reference, decay_bias, decay_lo
                        decomposed_decay_attention, flex_available, grid_coords,
                        group_token_index, group_tokens, grouped_distance, num_groups,
                        pairwise_distance, spatial_decay_attention, ungroup_tokens)
+from mmevt.ops.decay import has_padding
 
 
 def test_decay_rates_match_formula():
@@ -52,6 +53,7 @@ def test_grouping_is_a_permutation_and_round_trips(mode, hw, s):
     flat = torch.cat([x, x.new_zeros(2, 1, 3)], 1)
     assert torch.equal(g, flat[:, idx.clamp(max=n)])
     assert (idx[:, 0] < n).all()  # every group has a real token: no all-padding softmax
+    assert has_padding(hw, s, mode) == bool((idx >= n).any())
     rows, cols = real // hw[1], real % hw[1]
     if mode == 'dilate':  # token t is in group t mod G
         G = num_groups(n, s)
@@ -245,3 +247,20 @@ def test_flex_padding_block_mask_is_cached_and_only_built_with_padding():
         torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
     (key, ) = [key for key in cache._store if key[0] == 'flex_pad']
     assert cache._store[key] is not None
+
+
+@pytest.mark.parametrize('op', ['grouped', 'decomposed'])
+def test_sdpa_path_uses_the_fused_cpu_kernel(op):
+    # a 3-D mask sends SDPA to its unfused math kernel on CPU: RMT's baseline was 1.5x slower
+    from torch.profiler import ProfilerActivity, profile
+    q = torch.randn(2, 6, 7, 2, 16)
+    lg = decay_log_rates(2, 2, 4)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        if op == 'grouped':
+            spatial_decay_attention(*(t.reshape(2, 42, 2, 16) for t in (q, q, q)), (6, 7),
+                                    lg, mode='group', group_size=16, impl='sdpa')
+        else:
+            decomposed_decay_attention(q, q, q, lg, impl='sdpa')
+    names = {e.key for e in prof.key_averages()}
+    assert 'aten::_scaled_dot_product_flash_attention_for_cpu' in names
+    assert 'aten::_scaled_dot_product_attention_math' not in names

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .decay import (DECAY_KINDS, DecayBiasCache, check_choice, decay_bias, grid_coords,
-                    group_token_index, grouped_distance, line_decay_bias)
+                    group_token_index, grouped_distance, has_padding, line_decay_bias)
 from .grouping import group_tokens, ungroup_tokens
 
 ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
@@ -114,11 +114,10 @@ def padding_block_mask(hw: Tuple[int, int], group_size: int, mode: str, heads: i
         BlockMask | None: for ``(B, heads * G, S, S)`` scores (broadcast over B), or None
         when the grid fills every group (no padding, nothing to mask).
     """
-    n = hw[0] * hw[1]
-    idx = group_token_index(hw, group_size, mode, device)  # (G, S)
-    valid = idx < n
-    if bool(valid.all()):
+    if not has_padding(hw, group_size, mode):
         return None
+    idx = group_token_index(hw, group_size, mode, device)  # (G, S)
+    valid = idx < hw[0] * hw[1]
     g, s = idx.shape
 
     def mask_mod(b, h, q_idx, kv_idx):
@@ -230,7 +229,8 @@ def decomposed_decay_attention(q: Tensor,
     attn = attention_reference if impl == 'reference' else attention_sdpa
 
     def line_bias(length: int) -> Tensor:
-        return line_decay_bias(length, log_gamma).to(q.dtype)
+        # 4-D: with a 3-D mask SDPA on CPU falls back to its unfused math kernel
+        return line_decay_bias(length, log_gamma).to(q.dtype)[None]
 
     # rows: sequences along W, batch over (B, H)
     qw, kw, vw = (t.permute(0, 1, 3, 2, 4).reshape(b * h, heads, w, d) for t in (q, k, v))

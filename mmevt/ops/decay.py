@@ -105,6 +105,18 @@ def window_side(group_size: int, mode: str) -> int:
     return side
 
 
+def has_padding(hw: Tuple[int, int], group_size: int, mode: str) -> bool:
+    """Whether the grouped layout of an ``H x W`` grid has padded slots (plain ints, so it
+    costs nothing and never breaks a ``torch.compile`` graph)."""
+    h, w = hw
+    if mode == 'full':
+        return False
+    if mode in WINDOW_MODES:
+        s = window_side(group_size, mode)
+        return h % s != 0 or w % s != 0
+    return (h * w) % group_size != 0
+
+
 def group_token_index(hw: Tuple[int, int], group_size: int, mode: str, device=None) -> Tensor:
     """Sequence index of every slot of the grouped layout of an ``H x W`` grid.
 
@@ -217,8 +229,8 @@ def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
 
 
 __all__ = [
-    'DECAY_KINDS', 'GROUP_MODES', 'WINDOW_MODES', 'window_side', 'check_choice', 'check_heads', 'line_decay_bias',
-    'decay_log_rates', 'grid_coords',
-    'pairwise_distance', 'num_groups', 'group_token_index', 'grouped_distance',
-    'DecayBiasCache', 'decay_bias'
+    'DECAY_KINDS', 'GROUP_MODES', 'WINDOW_MODES', 'check_choice', 'check_heads',
+    'line_decay_bias', 'decay_log_rates', 'grid_coords', 'pairwise_distance', 'num_groups',
+    'window_side', 'has_padding', 'group_token_index', 'grouped_distance', 'DecayBiasCache',
+    'decay_bias'
 ]
