@@ -13,7 +13,7 @@ MIXED_MIXERS = ("[dict(type='routing', n_win=4, topk=2), dict(type='external', m
                 "'window_grid', 'full']")
 
 
-def probe_loss(outs) -> 'torch.Tensor':
+def probe_loss(outs):
     """A loss whose gradients are not ~0: fixed random projections of the outputs.
 
     ``o.mean()`` or ``o.square().mean()`` of LayerNorm-ed outputs is (nearly) constant, so

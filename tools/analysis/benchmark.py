@@ -11,9 +11,11 @@
 
 Needs only torch (+ mmengine for mmevt itself); Swin comes from mmpretrain when installed,
 else from timm, else it is left out with a note. ``--config`` reads ``model.backbone`` of
-OpenMMLab configs (their toolkit must be installed to resolve ``toolkit::`` bases). fp32 runs with TF32 off (as the EVT
-paper's A100 table); ``--dtype bf16`` runs under autocast. Prints a table and writes JSON.
-Numbers are what this run measured on this machine: they are printed with the device name.
+OpenMMLab configs (their toolkit must be installed to resolve ``toolkit::`` bases). fp32
+runs with TF32 off (as the EVT paper's A100 table); ``--dtype bf16`` runs under autocast.
+Times are medians over ``--iters`` calls (and over ``--rounds`` interleaved rounds). Prints
+a table and writes JSON. Numbers are what this run measured on this machine: they are
+printed with the device name.
 """
 import argparse
 import json
