@@ -45,9 +45,12 @@ def test_tool_writes_decay_groups_and_rollout_pictures(tmp_path, shapes_root):
     run_tool('tools/visualize_attention.py', 'decay', '--grid', '9', '13', '--heads', '3',
              '--out', str(tmp_path / 'decay.png'))
     _png_ok(tmp_path / 'decay.png')
-    run_tool('tools/visualize_attention.py', 'groups', '--img-size', '224', '320',
-             '--group-size', '49', '--out', str(tmp_path / 'groups.png'))
-    _png_ok(tmp_path / 'groups.png')
+    for size in ('49', '50'):  # a square group size adds the 2D window / grid panels
+        run_tool('tools/visualize_attention.py', 'groups', '--img-size', '224', '320',
+                 '--group-size', size, '--out', str(tmp_path / f'groups{size}.png'))
+        _png_ok(tmp_path / f'groups{size}.png')
+    widths = [Image.open(tmp_path / f'groups{size}.png').width for size in ('49', '50')]
+    assert widths[0] > 1.5 * widths[1]  # 5 panels vs 3
     cfg = osp.join(CONFIGS, 'demo', 'mask-rcnn_evt-demo_fpn_shapes.py')
     img = osp.join(shapes_root, 'images', 'validation', '000000.jpg')
     run_tool('tools/visualize_attention.py', 'rollout', cfg, img, '--out',

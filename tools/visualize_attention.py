@@ -50,13 +50,19 @@ def plot_decay(grid, heads, init_value, heads_range, query, out):
 
 
 def plot_groups(img_size, group_size, stride, query, out):
+    import math
+
     from mmevt.analysis import visible_mask
     h, w = (-(-img_size[0] // stride), -(-img_size[1] // stride))
     qr, qc = query if query else (h // 2, w // 2)
     qi = qr * w + qc
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4))
-    for ax, mode, name in zip(axes, ('group', 'dilate', 'full'),
-                              ('EuSA-g (1D groups)', 'EuSA-d (dilated)', 'full EuSA')):
+    panels = [('group', 'EuSA-g (1D groups)'), ('dilate', 'EuSA-d (dilated)')]
+    side = math.isqrt(group_size)
+    if side * side == group_size:  # the 2D counterparts of the ablation need square groups
+        panels += [('window', f'2D windows {side}x{side}'), ('grid', f'2D grid {side}x{side}')]
+    panels.append(('full', 'full EuSA'))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4))
+    for ax, (mode, name) in zip(axes, panels):
         seen = visible_mask((h, w), group_size, mode)[qi].view(h, w).numpy()
         ax.imshow(seen, cmap='Greys', vmin=0, vmax=1.4)
         ax.plot(qc, qr, 'r+', markersize=10)
@@ -129,7 +135,8 @@ def main(argv=None):
     p.add_argument('--heads-range', type=float, default=4.)
     p.add_argument('--query', type=int, nargs=2, metavar=('ROW', 'COL'))
     p.add_argument('--out', default='work_dirs/vis/decay.png')
-    p = sub.add_parser('groups', help='tokens one query sees under g / d / full')
+    p = sub.add_parser('groups', help='tokens one query sees under g / d / 2D window / '
+                       '2D grid / full')
     p.add_argument('--img-size', type=int, nargs=2, default=[224, 224], metavar=('H', 'W'))
     p.add_argument('--group-size', type=int, default=64)
     p.add_argument('--stride', type=int, default=4, help='stage stride: 4, 8, 16 or 32')

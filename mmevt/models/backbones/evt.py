@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from ...ops import DECAY_KINDS, DecayBiasCache
-from ...ops.decay import check_choice
+from ...ops.decay import WINDOW_MODES, check_choice
 from ..layers import (ATTN_MODES, BiLevelRoutingAttention, ConvDownsample, ConvStem, EVTBlock,
                       ExternalAttention, PatchEmbed, PatchMerging, SpatialDecayAttention,
                       build_norm)
@@ -27,7 +27,8 @@ from ..layers import (ATTN_MODES, BiLevelRoutingAttention, ConvDownsample, ConvS
 # ``window_grid`` its 2D counterpart (ablation). ``external`` / ``routing`` (External
 # Attention, BiFormer's BRA) may be given as dicts with their own arguments, e.g.
 # ``dict(type='routing', n_win=7, topk=4)``.
-_ALTERNATING = {'group_dilate': ('group', 'dilate'), 'window_grid': ('window', 'grid')}
+_ALTERNATING = {'group_dilate': ('group', 'dilate'), 'window_grid': WINDOW_MODES}
+_WINDOW_MIXERS = (*WINDOW_MODES, 'window_grid')  # need a square group size
 STAGE_MIXERS = ('full', 'group', 'dilate', 'group_dilate', 'window', 'grid', 'window_grid',
                 'decomposed', 'external', 'routing')
 _MIXER_MODULES = {'external': ExternalAttention, 'routing': BiLevelRoutingAttention}
@@ -310,7 +311,7 @@ class EVT(BaseModule):
         for i, (g, mixer) in enumerate(zip(arch['group_sizes'], arch['mixers'])):
             if isinstance(g, bool) or not isinstance(g, int) or g <= 0:
                 raise ValueError(f'group_size[{i}] must be a positive int, got {g!r}')
-            if mixer in ('window', 'grid', 'window_grid') and math.isqrt(g) ** 2 != g:
+            if mixer in _WINDOW_MIXERS and math.isqrt(g) ** 2 != g:
                 raise ValueError(f'group_size[{i}]={g} must be a square (tokens per 2D '
                                  f'window, e.g. 49 or 64) for mixers[{i}]={mixer!r}')
         for i, d in enumerate(arch['depths']):
