@@ -13,7 +13,10 @@ from mmevt.models.layers import (BiLevelRoutingAttention, ExternalAttention,
                                                          r'got 0'),
     (lambda: SpatialDecayAttention(6, 2, use_rope=True), r'use_rope needs an even head dim, '
                                                          r'got 3'),
-    (lambda: SpatialDecayAttention(16, 2, mode='window'), r"mode must be one of .*'window'"),
+    (lambda: SpatialDecayAttention(16, 2, mode='swin'), r"mode must be one of .*'window', "
+                                                        r"'grid', .*got 'swin'"),
+    (lambda: SpatialDecayAttention(16, 2, mode='grid', group_size=50),
+     r"mode 'grid' needs a square group_size .* got 50"),
     (lambda: ExternalAttention(16, 5), r'num_heads \(5\) must be positive and divide'),
     (lambda: ExternalAttention(16, 2, memory_size=0), r'memory_size must be positive, got 0'),
     (lambda: BiLevelRoutingAttention(16, 3), r'num_heads \(3\) must be positive and divide'),
