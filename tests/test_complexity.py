@@ -17,6 +17,22 @@ def test_macs_count_attention_matmuls_and_match_hand_count():
     assert count_macs(model, (1, 3, 64, 64)) == stem + linears + attention
 
 
+def test_breakdown_splits_the_total_by_kind_of_layer():
+    from mmevt.analysis import macs_breakdown
+    model = EVT(dict(embed_dims=[8], depths=[1], num_heads=[2], mixers='full', cpe=False,
+                     lepe=False, ffn_dwconv=False, mlp_ratios=1), out_indices=(0, ),
+                out_norm_cfg=None)
+    n, c = 16 * 16, 8
+    parts = macs_breakdown(model, (1, 3, 64, 64))
+    assert parts['total'] == count_macs(model, (1, 3, 64, 64))
+    assert sum(v for k, v in parts.items() if k != 'total') == parts['total']
+    assert parts['attention'] == 2 * n * n * c  # q k^T and A v, by hand
+    assert parts['qkv_proj'] == 4 * n * c * c and parts['ffn_linears'] == 2 * n * c * c
+    assert parts['cpe'] == parts['lepe'] == parts['ffn_dwconv'] == parts['head'] == 0
+    full = macs_breakdown(_RMTClassifier('rmt-test'), (1, 3, 64, 64))
+    assert all(full[k] > 0 for k in full)  # every kind is found in a real model
+
+
 def test_counting_does_not_change_the_attention_path():
     model = EVT('evt-test', attn_impl='sdpa')
     count_macs(model, (1, 3, 64, 64))

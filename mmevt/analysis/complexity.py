@@ -55,6 +55,46 @@ def count_macs(model: nn.Module, input_shape: Tuple[int, ...],
     return fc.get_total_flops() // 2
 
 
+# Cost categories by module-path suffix (first match wins); what is left is ``attention``
+# (the q k^T and A v matmuls, counted at the attention module itself).
+_CATEGORIES = (('stem', ('.stem.', )), ('downsample', ('.downsample.', )),
+               ('cpe', ('.cpe.', )), ('lepe', ('.attn.lepe.', )),
+               ('qkv_proj', ('.attn.q.', '.attn.k.', '.attn.v.', '.attn.proj.')),
+               ('ffn_dwconv', ('.ffn.dwconv.', )),
+               ('ffn_linears', ('.ffn.fc1.', '.ffn.fc2.')), ('head', ('.neck.', '.head.')))
+
+
+def macs_breakdown(model: nn.Module, input_shape: Tuple[int, ...]) -> Dict[str, int]:
+    """Multiply-adds of one forward pass split by kind of layer.
+
+    Returns:
+        dict: MACs per category (``stem``, ``downsample``, ``cpe``, ``lepe``, ``qkv_proj``,
+        ``ffn_dwconv``, ``ffn_linears``, ``head``, ``attention`` and ``total``).
+    """
+    meta = copy.deepcopy(model).eval().to('meta')
+    x = torch.zeros(input_shape, device='meta')
+    with torch.no_grad(), reference_attention(meta), FlopCounterMode(display=False) as fc:
+        meta(x)
+    # a module's count includes its children's: keep what each module does itself
+    counts = {name: sum(ops.values()) // 2 for name, ops in fc.get_flop_counts().items()}
+    total = counts.pop('Global')
+    own = dict(counts)
+    for name, n in counts.items():  # subtract from the nearest counted ancestor
+        parent = name.rpartition('.')[0]
+        while parent and parent not in own:
+            parent = parent.rpartition('.')[0]
+        if parent:
+            own[parent] -= n
+    result = dict.fromkeys([c for c, _ in _CATEGORIES] + ['attention'], 0)
+    for name, n in own.items():
+        path = '.' + name.partition('.')[2] + '.'  # without the root's class name
+        cat = next((c for c, keys in _CATEGORIES if any(k in path for k in keys)),
+                   'attention')
+        result[cat] += n
+    result['total'] = total
+    return result
+
+
 class _RMTClassifier(nn.Module):
     """Backbone + the authors' classification neck/head, for counting only."""
 
