@@ -194,7 +194,8 @@ def test_bad_inputs_raise_clear_value_errors():
     model = EVT('evt-test')
     with pytest.raises(ValueError, match=r'needs H, W >= 32 .*got \(31, 64\)'):
         model(torch.randn(1, 3, 31, 64))
-    with pytest.raises(ValueError, match=r'expects input of shape \(B, 3, H, W\), got \(1, 4, 64, 64\)'):
+    with pytest.raises(ValueError,
+                       match=r'expects input of shape \(B, 3, H, W\), got \(1, 4, 64, 64\)'):
         model(torch.randn(1, 4, 64, 64))
 
 

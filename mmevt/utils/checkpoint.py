@@ -3,8 +3,8 @@
 torch >= 2.6 unpickles with ``weights_only=True`` by default; mmengine 0.10.7 does not
 pass ``weights_only`` and its checkpoints hold a few non-tensor objects (the message hub's
 ``HistoryBuffer``s, numpy scalars and arrays in logs and meta, ``HistoryBuffer`` methods).
-Rather than turning the safety off, this module allow-lists exactly those classes. Anything else (``os.system``,
-arbitrary callables) is still refused by torch's restricted unpickler.
+Rather than turning the safety off, this module allow-lists exactly those classes. Anything
+else (``os.system``, arbitrary callables) is still refused by torch's restricted unpickler.
 """
 import pickle
 from typing import Any, List
