@@ -18,6 +18,8 @@ a table and writes JSON. Numbers are what this run measured on this machine: the
 printed with the device name.
 """
 import argparse
+import ctypes
+import gc
 import json
 import os.path as osp
 import platform
@@ -93,11 +95,38 @@ def timed(fn: Callable[[], None], device: torch.device, warmup: int, iters: int)
     return statistics.median(times)
 
 
+def _proc_status_kb(key: str) -> int:
+    with open('/proc/self/status') as f:
+        return int(next(line.split()[1] for line in f if line.startswith(key + ':')))
+
+
+def cpu_peak_tracker() -> Optional[Callable[[], float]]:
+    """Start tracking the process's peak resident memory; return a reader of its growth.
+
+    Linux only (``/proc/self/clear_refs`` resets the peak to the current size); None where
+    that is not available. The growth is what the case allocated on top of what was already
+    resident (the model's weights were), so CPU and CUDA peaks are not comparable.
+    """
+    gc.collect()
+    try:  # hand freed heap pages back, so reusing them counts as growth again
+        ctypes.CDLL('libc.so.6').malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:
+        with open('/proc/self/clear_refs', 'w') as f:
+            f.write('5')
+        start = _proc_status_kb('VmRSS')
+    except (OSError, StopIteration):
+        return None
+    return lambda: (_proc_status_kb('VmHWM') - start) / 1024
+
+
 def measure(model: nn.Module, device: torch.device, shape, dtype: str, train: bool,
             compile_: bool, warmup: int, iters: int,
             profile: int = 0) -> Dict[str, float]:
     """Time one case; the model is on ``device`` only meanwhile, so the peak memory is
-    this model's alone. ``profile > 0`` prints the ``profile`` costliest kernels."""
+    this model's alone (CUDA: allocated memory incl. weights; CPU: growth of the resident
+    set during the case). ``profile > 0`` prints the ``profile`` costliest kernels."""
     model = model.to(device)
     model.train(train)  # some backbones' train() returns None
     run = torch.compile(model) if compile_ else model
@@ -111,9 +140,12 @@ def measure(model: nn.Module, device: torch.device, shape, dtype: str, train: bo
         if train:
             sum(o.float().mean() for o in out).backward()
 
+    peak_growth = None
     if device.type == 'cuda':
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
+    else:
+        peak_growth = cpu_peak_tracker()
     with (nullcontext() if train else torch.no_grad()):
         sec = timed(step, device, warmup, iters)
         if profile:
@@ -121,6 +153,8 @@ def measure(model: nn.Module, device: torch.device, shape, dtype: str, train: bo
     result = dict(seconds=sec, images_per_s=shape[0] / sec)
     if device.type == 'cuda':
         result['peak_mem_mb'] = torch.cuda.max_memory_allocated(device) / 2**20
+    elif peak_growth is not None:
+        result['peak_mem_mb'] = peak_growth()
     model.cpu()
     return result
 
