@@ -43,3 +43,11 @@ def test_benchmark_reads_config_backbones_and_counts_complexity(tmp_path):
     assert abs(row['params_m'] - count_params(groups) / 1e6) < 1e-9
     assert abs(row['gmacs'] - count_macs(windows, (1, 3, 96, 96)) / 1e9) < 1e-9
     assert count_macs(windows, (1, 3, 96, 96)) != count_macs(groups, (1, 3, 96, 96))
+
+
+def test_benchmark_compiled_only():
+    out = run_tool('tools/analysis/benchmark.py', '--arch', 'evt-test', '--compile', 'only',
+                   '--batch', '1', '--size', '64', '--dtype', 'fp32', '--warmup', '1',
+                   '--iters', '1')
+    rows = [line for line in out.splitlines() if line.startswith('| evt-test |')]
+    assert len(rows) == 1 and '| fp32 | True |' in rows[0]

@@ -189,7 +189,9 @@ def main() -> None:
                         help='train step (forward + backward) of the backbone, batch 2')
     parser.add_argument('--scaling', type=int, nargs='+', metavar='SIZE',
                         help='inference at these square sizes, batch 1')
-    parser.add_argument('--compile', action='store_true', help='also under torch.compile')
+    parser.add_argument('--compile', nargs='?', const='both', default='no',
+                        choices=['no', 'both', 'only'],
+                        help='also (both) or only (only) under torch.compile')
     parser.add_argument('--attn-impl', default='auto')
     parser.add_argument('--warmup', type=int, default=3)
     parser.add_argument('--iters', type=int, default=10)
@@ -227,7 +229,8 @@ def main() -> None:
             built.append((name, model))
     jobs = [(name, model, case, shape, train, dtype, comp)
             for name, model in built for case, shape, train in cases
-            for dtype in args.dtype for comp in ([False, True] if args.compile else [False])]
+            for dtype in args.dtype
+            for comp in {'no': [False], 'both': [False, True], 'only': [True]}[args.compile]]
     costs = {(name, case): complexity(model, shape) if args.complexity else {}
              for name, model in built for case, shape, _ in cases}
     rows: List[dict] = []
