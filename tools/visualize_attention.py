@@ -50,15 +50,14 @@ def plot_decay(grid, heads, init_value, heads_range, query, out):
 
 
 def plot_groups(img_size, group_size, stride, query, out):
-    import math
-
     from mmevt.analysis import visible_mask
+    from mmevt.ops.decay import square_side
     h, w = (-(-img_size[0] // stride), -(-img_size[1] // stride))
     qr, qc = query if query else (h // 2, w // 2)
     qi = qr * w + qc
     panels = [('group', 'EuSA-g (1D groups)'), ('dilate', 'EuSA-d (dilated)')]
-    side = math.isqrt(group_size)
-    if side * side == group_size:  # the 2D counterparts of the ablation need square groups
+    side = square_side(group_size)
+    if side:  # the 2D counterparts of the ablation need square groups
         panels += [('window', f'2D windows {side}x{side}'), ('grid', f'2D grid {side}x{side}')]
     panels.append(('full', 'full EuSA'))
     fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4))

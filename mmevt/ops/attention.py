@@ -154,8 +154,8 @@ def spatial_decay_attention(q: Tensor,
         impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``. Defaults to
             ``'auto'``.
         bias_cache (DecayBiasCache, optional): memo for the additive bias (``sdpa``,
-            ``reference``) or the padding block mask (``flex``). Defaults to None (built on
-            every call).
+            ``reference``) or the score_mod and padding block mask (``flex``). Defaults to
+            None (built on every call).
 
     Returns:
         Tensor: shape ``(B, N, heads, D)``.
@@ -178,14 +178,15 @@ def spatial_decay_attention(q: Tensor,
                 t.requires_grad for t in (q, k, v)):
             raise ValueError("attn_impl='flex' has no backward on CPU in this torch; use "
                              "attn_impl='sdpa' (or 'auto') to train on CPU")
-        score_mod = _decay_score_mod(hw, group_size, mode, decay, log_gamma)
+        def memo(key: tuple, build):  # per-grid tables live in the stage's cache
+            if bias_cache is None:
+                return build()
+            return bias_cache.memo(key + (tuple(hw), group_size, mode, q.device), build)
 
-        def build_mask():
-            return padding_block_mask(hw, group_size, mode, heads, q.device)
-
-        block_mask = (bias_cache.memo(('flex_pad', tuple(hw), group_size, mode, heads,
-                                       q.device), build_mask)
-                      if bias_cache is not None else build_mask())
+        score_mod = memo(('flex_decay', decay),
+                         lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma))
+        block_mask = memo(('flex_pad', heads),
+                          lambda: padding_block_mask(hw, group_size, mode, heads, q.device))
         out = _flex_attention(qg, kg, vg, score_mod=score_mod, block_mask=block_mask,
                               scale=scale)
     else:

@@ -7,7 +7,7 @@ in checkpoints.
 """
 import math
 from collections import OrderedDict
-from typing import Callable, Tuple, TypeVar
+from typing import Callable, Optional, Tuple, TypeVar
 
 import torch
 from torch import Tensor
@@ -92,14 +92,20 @@ def num_groups(num_tokens: int, group_size: int) -> int:
     return -(-num_tokens // group_size)
 
 
+def square_side(n: int) -> Optional[int]:
+    """``s`` if ``n == s * s``, else None."""
+    side = math.isqrt(n)
+    return side if side * side == n else None
+
+
 def window_side(group_size: int, mode: str) -> int:
     """Side of the square 2D window holding ``group_size`` tokens (``'window'``/``'grid'``).
 
     The 2D modes keep the 1D modes' meaning of ``group_size`` (tokens that meet), so an
     ablation swaps 1D groups of 64 for 8 x 8 windows with everything else equal.
     """
-    side = math.isqrt(group_size)
-    if side * side != group_size:
+    side = square_side(group_size)
+    if side is None:
         raise ValueError(f'mode {mode!r} needs a square group_size (tokens per 2D window, '
                          f'e.g. 49 = 7x7 or 64 = 8x8), got {group_size}')
     return side
@@ -231,6 +237,6 @@ def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
 __all__ = [
     'DECAY_KINDS', 'GROUP_MODES', 'WINDOW_MODES', 'check_choice', 'check_heads',
     'line_decay_bias', 'decay_log_rates', 'grid_coords', 'pairwise_distance', 'num_groups',
-    'window_side', 'has_padding', 'group_token_index', 'grouped_distance', 'DecayBiasCache',
-    'decay_bias'
+    'square_side', 'window_side', 'has_padding', 'group_token_index', 'grouped_distance',
+    'DecayBiasCache', 'decay_bias'
 ]

@@ -5,7 +5,6 @@ machines without mmcv's compiled ops or any OpenMMLab toolkit.
 """
 import copy
 import logging
-import math
 import os
 import os.path as osp
 import zipfile
@@ -18,7 +17,7 @@ from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
 from ...ops import DECAY_KINDS, DecayBiasCache
-from ...ops.decay import WINDOW_MODES, check_choice
+from ...ops.decay import WINDOW_MODES, check_choice, square_side
 from ..layers import (ATTN_MODES, BiLevelRoutingAttention, ConvDownsample, ConvStem, EVTBlock,
                       ExternalAttention, PatchEmbed, PatchMerging, SpatialDecayAttention,
                       build_norm)
@@ -311,7 +310,7 @@ class EVT(BaseModule):
         for i, (g, mixer) in enumerate(zip(arch['group_sizes'], arch['mixers'])):
             if isinstance(g, bool) or not isinstance(g, int) or g <= 0:
                 raise ValueError(f'group_size[{i}] must be a positive int, got {g!r}')
-            if mixer in _WINDOW_MIXERS and math.isqrt(g) ** 2 != g:
+            if mixer in _WINDOW_MIXERS and square_side(g) is None:
                 raise ValueError(f'group_size[{i}]={g} must be a square (tokens per 2D '
                                  f'window, e.g. 49 or 64) for mixers[{i}]={mixer!r}')
         for i, d in enumerate(arch['depths']):
