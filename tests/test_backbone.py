@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from conftest import probe_loss
+from helpers import probe_loss
 from mmevt.models import EVT
 from mmevt.models.backbones.evt import arch_zoo, resolve_arch
 

@@ -1,7 +1,11 @@
 """The benchmark tool runs end to end on this machine's device and writes JSON."""
 import json
 
-from conftest import run_tool
+import pytest
+
+from helpers import run_tool
+
+pytestmark = pytest.mark.e2e  # every test here runs the tools in a subprocess
 
 
 def test_benchmark_throughput_train_and_scaling(tmp_path):
@@ -25,7 +29,7 @@ def test_benchmark_throughput_train_and_scaling(tmp_path):
 def test_benchmark_reads_config_backbones_and_counts_complexity(tmp_path):
     import os.path as osp
 
-    from conftest import CONFIGS
+    from helpers import CONFIGS
     from mmevt.analysis import count_macs, count_params
     from mmevt.models import EVT
     cfg = osp.join(CONFIGS, 'cls', 'ablation', 'evt-s_2d-windows_8xb128_in1k.py')

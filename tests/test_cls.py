@@ -4,7 +4,7 @@ import os.path as osp
 import pytest
 import torch
 
-from conftest import CONFIGS, MIXED_MIXERS, run_tool, write_config
+from helpers import CONFIGS, MIXED_MIXERS, run_tool, write_config
 
 EVT_T = osp.join(CONFIGS, 'cls', 'evt', 'evt-t_8xb128_in1k.py')
 
@@ -69,6 +69,7 @@ def trained(cls_data, tmp_path_factory):
     return cfg, str(tmp / 'work'), run_tool('tools/train.py', cfg)
 
 
+@pytest.mark.e2e
 def test_trains_and_tests_with_top1_top5(trained, tmp_path):
     cfg, work, log = trained
     assert 'Epoch(train) [1][2/2]' in log  # 48 images, batch 24
@@ -78,6 +79,7 @@ def test_trains_and_tests_with_top1_top5(trained, tmp_path):
     assert 'accuracy/top1:' in out and 'accuracy/top5:' in out
 
 
+@pytest.mark.e2e
 def test_inferencer_and_get_model(trained, cls_data):
     import mmevt  # noqa: F401
     from mmpretrain import ImageClassificationInferencer, get_model

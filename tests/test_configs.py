@@ -4,7 +4,7 @@ import os.path as osp
 
 import pytest
 
-from conftest import CONFIGS
+from helpers import CONFIGS
 
 ALL = sorted(p for p in glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=True)
              if '_base_' not in p)

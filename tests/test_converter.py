@@ -4,7 +4,7 @@ import os.path as osp
 import pytest
 import torch
 
-from conftest import CONFIGS, run_tool
+from helpers import CONFIGS, run_tool
 from rmt_reference import rmt_reference_logits
 
 
@@ -79,6 +79,7 @@ def test_converted_weights_reproduce_the_authors_logits():
     assert ref.abs().max() > 1e-2  # not a trivially small output
 
 
+@pytest.mark.e2e
 def test_converter_tool_classifier_and_backbone_only(tmp_path):
     model = _rmt_classifier()
     authors = _authors_state_dict(model)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, run_tool
+from helpers import REPO, run_tool
 
 sys.path.insert(0, osp.join(REPO, 'tools'))
 import demo  # noqa: E402
@@ -78,6 +78,7 @@ def _losses(log):
     return [float(x) for x in re.findall(r'\(train\).*?\s+loss: ([\d.]+)', log)]
 
 
+@pytest.mark.e2e
 def test_short_detection_demo_learns(demo_data, tmp_path):
     opts = demo.det_options(demo_data)
     work = str(tmp_path / 'det')
@@ -97,6 +98,7 @@ def test_short_detection_demo_learns(demo_data, tmp_path):
     assert trained['coco/bbox_mAP'] >= untrained['coco/bbox_mAP'] + 0.05, (trained, untrained)
 
 
+@pytest.mark.e2e
 def test_short_segmentation_demo_learns(demo_data, tmp_path):
     opts = demo.seg_options(demo_data)
     work = str(tmp_path / 'seg')
@@ -117,6 +119,7 @@ def test_short_segmentation_demo_learns(demo_data, tmp_path):
     assert trained > max(untrained, baseline) + 5, (trained, untrained, baseline)
 
 
+@pytest.mark.e2e
 def test_generator_command_line(tmp_path):
     out = run_tool('tools/misc/make_shapes.py', str(tmp_path / 'det'), '--num-train', '2',
                    '--num-val', '1', '--size', '64', '96')

@@ -5,8 +5,10 @@ import os.path as osp
 import pytest
 import torch
 
-from conftest import CONFIGS, MIXED_MIXERS, run_tool, write_config
+from helpers import CONFIGS, MIXED_MIXERS, run_tool, write_config
 from det_tiny import CASCADE_OPTS, tiny_det_config
+
+pytestmark = pytest.mark.e2e  # every test here runs the tools in a subprocess
 
 FAMILIES = {
     'cascade': osp.join(CONFIGS, 'det', 'cascade_rcnn',

@@ -47,10 +47,11 @@ def test_subset_accuracy_errors():
         SubsetAccuracy(subset_wnids='/nonexistent', imagenet_wnids=['n1'])
 
 
+@pytest.mark.e2e
 def test_rollout_tool_refuses_a_mismatching_checkpoint(tmp_path, shapes_root):
     import os.path as osp
 
-    from conftest import CONFIGS, run_tool
+    from helpers import CONFIGS, run_tool
     from mmevt.models import EVT
     ckpt = tmp_path / 'other.pth'
     torch.save({'state_dict': EVT('evt-test').state_dict()}, ckpt)  # not the demo's arch

@@ -100,8 +100,9 @@ def _weights(ckpt):
     return torch.load(ckpt, map_location='cpu')['state_dict']
 
 
+@pytest.mark.e2e
 def test_resumed_run_reaches_the_same_weights(tmp_path, cls_root):
-    from conftest import run_tool
+    from helpers import run_tool
     full = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'full')
     run_tool('tools/train.py', full, '--cfg-options', 'train_cfg.max_epochs=2')
     part = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'part')
@@ -114,11 +115,12 @@ def test_resumed_run_reaches_the_same_weights(tmp_path, cls_root):
         torch.testing.assert_close(b[k], a[k], atol=1e-6, rtol=1e-5, msg=k)
 
 
+@pytest.mark.e2e
 def test_two_process_training_matches_one_process(tmp_path, cls_root):
     import subprocess
     import sys
 
-    from conftest import REPO, run_tool
+    from helpers import REPO, run_tool
     single = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'single')
     run_tool('tools/train.py', single)
     dist = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'dist',

@@ -4,7 +4,9 @@ import os.path as osp
 
 import pytest
 
-from conftest import CONFIGS, MIXED_MIXERS, run_tool, write_config
+from helpers import CONFIGS, MIXED_MIXERS, run_tool, write_config
+
+pytestmark = pytest.mark.e2e  # every test here runs the tools in a subprocess
 
 BASES = {
     'sem_fpn': osp.join(CONFIGS, 'seg', 'sem_fpn', 'fpn_evt-t_8xb2-80k_ade20k-512x512.py'),

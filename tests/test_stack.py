@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from conftest import CONFIGS, REPO, run_tool, write_config
+from helpers import CONFIGS, REPO, run_tool, write_config
 from det_tiny import tiny_det_config
 
 MASK_RCNN = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
@@ -43,6 +43,7 @@ def test_import_registers_into_every_toolkit():
     assert CLS.get('RMTClsNeck') is mmevt.RMTClsNeck
 
 
+@pytest.mark.e2e
 def test_model_code_needs_only_torch_mmengine_einops():
     # Block every OpenMMLab toolkit and mmcv: the backbone must still build and run.
     code = r'''
@@ -77,6 +78,7 @@ def trained_mask_rcnn(shapes_root, tmp_path_factory):
     return cfg, work, log
 
 
+@pytest.mark.e2e
 def test_mask_rcnn_trains_tests_and_resumes(trained_mask_rcnn, tmp_path):
     cfg, work, log = trained_mask_rcnn
     assert 'Epoch(train) [1][2/2]' in log and 'loss_mask' in log
@@ -94,6 +96,7 @@ def test_mask_rcnn_trains_tests_and_resumes(trained_mask_rcnn, tmp_path):
     assert osp.isfile(osp.join(work, 'epoch_2.pth'))
 
 
+@pytest.mark.e2e
 def test_toolkit_own_test_tool_runs_our_config(trained_mask_rcnn, tmp_path):
     cfg, work, _ = trained_mask_rcnn
     from mmevt.apis import toolkit_tool_path
@@ -102,6 +105,7 @@ def test_toolkit_own_test_tool_runs_our_config(trained_mask_rcnn, tmp_path):
     assert 'coco/segm_mAP:' in out
 
 
+@pytest.mark.e2e
 def test_runner_checkpoint_loads_with_weights_only(trained_mask_rcnn):
     _, work, _ = trained_mask_rcnn
     ckpt = osp.join(work, 'epoch_1.pth')
@@ -150,6 +154,7 @@ def test_checkpoint_getattr_is_restricted(tmp_path):
         torch.load(bad, map_location='cpu')
 
 
+@pytest.mark.e2e
 def test_tools_pick_the_toolkit_from_default_scope(tmp_path):
     from mmevt.apis import toolkit_of
     assert toolkit_of(MASK_RCNN) == 'mmdet'

@@ -6,7 +6,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from conftest import CONFIGS, run_tool
+from helpers import CONFIGS, run_tool
 from mmevt.analysis import dense_attention, visible_mask
 from mmevt.models.layers import SpatialDecayAttention
 
@@ -41,6 +41,7 @@ def _png_ok(path, min_w=200, min_h=150):
     assert len(set(img.convert('L').getdata())) > 5  # not a blank picture
 
 
+@pytest.mark.e2e
 def test_tool_writes_decay_groups_and_rollout_pictures(tmp_path, shapes_root):
     run_tool('tools/visualize_attention.py', 'decay', '--grid', '9', '13', '--heads', '3',
              '--out', str(tmp_path / 'decay.png'))

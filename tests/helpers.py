@@ -1,0 +1,43 @@
+"""Shared test helpers: repo paths, the tool runner, a gradient probe, config writing.
+
+Imported by test modules as ``from helpers import ...`` (pytest puts ``tests/`` on
+``sys.path``); ``conftest.py`` keeps the fixtures only.
+"""
+import os
+import os.path as osp
+import subprocess
+import sys
+
+REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+CONFIGS = osp.join(REPO, 'configs')
+# Every alternative token mixer once, for the tiny arch inside each task's end-to-end test.
+MIXED_MIXERS = ("[dict(type='routing', n_win=4, topk=2), dict(type='external', memory_size=16), "
+                "'window_grid', 'full']")
+
+
+def probe_loss(outs):
+    """A loss whose gradients are not ~0: fixed random projections of the outputs.
+
+    ``o.mean()`` or ``o.square().mean()`` of LayerNorm-ed outputs is (nearly) constant, so
+    gradients compared with such a loss would be numerical noise.
+    """
+    import torch
+    gen = torch.Generator().manual_seed(0)
+    return sum((o * torch.randn(o.shape, generator=gen).to(o)).sum() for o in outs)
+
+
+def run_tool(*args, timeout=900, env=None, check=True):
+    """Run ``python <args>`` from the repo root; return combined stdout+stderr."""
+    full_env = dict(os.environ, PYTHONHASHSEED='0', OMP_NUM_THREADS='2')
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, *args], cwd=REPO, env=full_env, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f'{args} exited {proc.returncode}:\n{proc.stdout[-6000:]}')
+    return proc.stdout if check else proc
+
+
+def write_config(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+    return str(path)
