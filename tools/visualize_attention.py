@@ -4,7 +4,7 @@
     # per-head decay of one query: Euclidean (EVT) vs Manhattan (RMT)   (paper Fig. 7 idea)
     python tools/visualize_attention.py decay --grid 14 14 --heads 4 --out decay.png
     # which tokens one query sees under EuSA-g, EuSA-d and full EuSA at an input size
-    python tools/visualize_attention.py groups --img-size 224 320 --group-size 64 --out g.png
+    python tools/visualize_attention.py groups --img-size 224 320 --group-size 49 --out g.png
     # attention rollout per stage of a trained model on an image      (paper Fig. 8 idea)
     python tools/visualize_attention.py rollout CONFIG IMAGE --checkpoint CKPT --out r.png
 
@@ -137,7 +137,7 @@ def main(argv=None):
     p = sub.add_parser('groups', help='tokens one query sees under g / d / 2D window / '
                        '2D grid / full')
     p.add_argument('--img-size', type=int, nargs=2, default=[224, 224], metavar=('H', 'W'))
-    p.add_argument('--group-size', type=int, default=64)
+    p.add_argument('--group-size', type=int, default=49)
     p.add_argument('--stride', type=int, default=4, help='stage stride: 4, 8, 16 or 32')
     p.add_argument('--query', type=int, nargs=2, metavar=('ROW', 'COL'))
     p.add_argument('--out', default='work_dirs/vis/groups.png')

@@ -133,7 +133,7 @@ def spatial_decay_attention(q: Tensor,
                             log_gamma: Tensor,
                             decay: str = 'euclidean',
                             mode: str = 'full',
-                            group_size: int = 64,
+                            group_size: int = 49,
                             scale: Optional[float] = None,
                             impl: str = 'auto',
                             bias_cache: Optional[DecayBiasCache] = None) -> Tensor:
@@ -149,7 +149,7 @@ def spatial_decay_attention(q: Tensor,
             ``'grid'`` (see :func:`~mmevt.ops.decay.group_token_index`). Defaults to
             ``'full'``.
         group_size (int): tokens per group (ignored for ``full``; a square for the 2D
-            modes). Defaults to 64.
+            modes). Defaults to 49.
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
         impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``. Defaults to
             ``'auto'``.

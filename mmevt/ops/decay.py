@@ -102,7 +102,7 @@ def window_side(group_size: int, mode: str) -> int:
     """Side of the square 2D window holding ``group_size`` tokens (``'window'``/``'grid'``).
 
     The 2D modes keep the 1D modes' meaning of ``group_size`` (tokens that meet), so an
-    ablation swaps 1D groups of 64 for 8 x 8 windows with everything else equal.
+    ablation swaps 1D groups of 49 for 7 x 7 windows with everything else equal.
     """
     side = square_side(group_size)
     if side is None:

@@ -40,7 +40,7 @@ _ARCH_DEFAULTS = dict(
     heads_ranges=4.,
     mlp_ratios=4.,
     mixers='full',
-    group_sizes=64,
+    group_sizes=49,  # divides every stage grid at 224 (56^2, 28^2, 14^2): no padding
     layer_scales=0.,
     decay='euclidean',
     use_rope=False,
@@ -55,7 +55,7 @@ _PER_STAGE_KEYS = ('embed_dims', 'depths', 'num_heads', 'init_values', 'heads_ra
 
 
 _RMT = dict(decay='manhattan', use_rope=True, init_values=2)
-_EVT = dict(decay='euclidean', use_rope=False, init_values=2)
+_EVT = dict(decay='euclidean', use_rope=False, init_values=2, group_sizes=49)
 _SWIN = dict(decay='euclidean', use_rope=False, init_values=2, heads_ranges=[4, 4, 6, 6],
              mlp_ratios=4, stem='patch', cpe=False, lepe=False, ffn_dwconv=False,
              mixers=['group_dilate'] * 3 + ['full'], group_sizes=49)
@@ -85,7 +85,7 @@ arch_zoo: Dict[str, dict] = {
              drop_path_rate=0.5),
     # EVT: RMT's widths and decay settings, grouped EuSA where RMT decomposes.
     **_names('evt-t', 'evt-tiny', 't', 'tiny', **_EVT, **_T_DIMS, depths=[2, 2, 10, 2],
-             mlp_ratios=3, mixers=['group_dilate'] * 2 + ['full'] * 2, drop_path_rate=0.1),
+             mlp_ratios=3, mixers=['group_dilate'] * 3 + ['full'], drop_path_rate=0.1),
     **_names('evt-s', 'evt-small', 's', 'small', **_EVT, **_T_DIMS, depths=[3, 4, 18, 4],
              mlp_ratios=[4, 4, 3, 3], mixers=['group_dilate'] * 3 + ['full'],
              drop_path_rate=0.15),

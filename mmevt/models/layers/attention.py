@@ -32,7 +32,7 @@ class SpatialDecayAttention(nn.Module):
         decay (str): ``'euclidean'``, ``'manhattan'`` or ``'none'``. Defaults to
             ``'euclidean'``.
         group_size (int): tokens per group for ``group``/``dilate``/``window``/``grid``
-            (a square, ``s * s``, for the 2D modes). Defaults to 64.
+            (a square, ``s * s``, for the 2D modes). Defaults to 49.
         init_value (float): decay ``init_value``. Defaults to 2.
         heads_range (float): decay ``heads_range``. Defaults to 4.
         use_rope (bool): apply RMT's rotary shift to q, k. Defaults to False.
@@ -50,7 +50,7 @@ class SpatialDecayAttention(nn.Module):
                  num_heads: int,
                  mode: str = 'full',
                  decay: str = 'euclidean',
-                 group_size: int = 64,
+                 group_size: int = 49,
                  init_value: float = 2.,
                  heads_range: float = 4.,
                  use_rope: bool = False,
