@@ -1,6 +1,15 @@
-# Mask R-CNN + FPN with an EVT-T backbone, 1x schedule (12 epochs, steps 8 and 11).
-# Batch: 16 images in total (8 GPUs x 2 images); with another total batch, pass
-# --auto-scale-lr to tools/train.py to scale the lr linearly (auto_scale_lr below).
+# Mask R-CNN + FPN with an EVT-T backbone, 1x schedule: the shared recipe of this folder.
+# Every number follows the RMT authors' config of the same size (qhfan/RMT
+# detect/configs/RMT/maskrcnn_t_1x.py; EVT-T follows RMT-T):
+#   AdamW lr 4e-4 (T/S/B; L 2e-4), betas (0.9, 0.999), weight decay 0.05, none on norms;
+#   linear warm-up 500 iterations from 0.001 x lr, 12 epochs, lr x0.1 after epochs 8 and 11
+#   (mmdet's schedule_1x, as theirs); single-scale 1333 x 800 training with flip 0.5
+#   (mmdet's coco_instance, as theirs); batch 16 = 8 GPUs x 2 images (theirs);
+#   drop path = the backbone's ImageNet value (theirs: 0.1 / 0.15 / 0.4 / 0.5 for T/S/B/L);
+#   SyncBN in the conv stem and downsampling (their model converts every BN).
+# Differences from theirs: fp32 by default (they trained with fp16: add --amp to
+# tools/train.py); mmdet 3.3 instead of their mmdet 2.x. docs/detection.md lists each config.
+# Other total batches: pass --auto-scale-lr to scale the lr linearly (auto_scale_lr below).
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
 # THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
@@ -19,16 +28,16 @@ model = dict(
         _delete_=True,
         type='EVT',
         arch='evt-t',
+        drop_path_rate=0.1,  # EVT-T's ImageNet value (= RMT-T's, authors' det config)
         out_indices=(0, 1, 2, 3),
         norm_cfg=dict(type='SyncBN', requires_grad=True),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained, prefix='backbone.')),
     neck=dict(in_channels=[64, 128, 256, 512]))
 
-# AdamW, no weight decay on norms (BN/LN) and biases of norms.
 optim_wrapper = dict(
     _delete_=True,
     type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=2e-4, betas=(0.9, 0.999), weight_decay=0.05),
-    paramwise_cfg=dict(norm_decay_mult=0.),
+    optimizer=dict(type='AdamW', lr=4e-4, betas=(0.9, 0.999), weight_decay=0.05),
+    paramwise_cfg=dict(norm_decay_mult=0.),  # their custom key 'norm': decay_mult 0
     clip_grad=None)
 auto_scale_lr = dict(enable=False, base_batch_size=16)

@@ -1,22 +1,14 @@
-# Mask R-CNN + FPN, EVT-T, 3x schedule (36 epochs, steps 27 and 33) with multi-scale
-# training: short side 480..800 (step 32), long side <= 1333.
-_base_ = './mask-rcnn_evt-t_fpn_1x_coco.py'
+# Mask R-CNN + FPN, EVT-T, 3x schedule with Swin's "ms-crop" augmentation
+# (../_base_/ms-crop-3x_coco-instance.py: 36 epochs, steps 27 / 33).
+# lr 4e-4: ours (from S): the RMT authors have no T 3x config; their S 3x
+# (qhfan/RMT detect/configs/RMT/maskrcnn_s_3x.py) uses 4e-4 with this augmentation and
+# schedule. Everything else is the 1x recipe (warm-up 500 iterations, batch 16, wd 0.05).
+_base_ = ['./mask-rcnn_evt-t_fpn_1x_coco.py', '../_base_/ms-crop-3x_coco-instance.py']
 
-train_pipeline = [
-    dict(type='LoadImageFromFile', backend_args={{_base_.backend_args}}),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='RandomChoiceResize',
-         scales=[(1333, s) for s in range(480, 801, 32)],
-         keep_ratio=True),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackDetInputs'),
-]
-train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
-
-max_epochs = 36
-train_cfg = dict(max_epochs=max_epochs)
+train_dataloader = dict(dataset=dict(pipeline=_base_.ms_crop_train_pipeline))
+train_cfg = dict(max_epochs=_base_.ms_crop_max_epochs)
 param_scheduler = [
     dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=500),
-    dict(type='MultiStepLR', begin=0, end=max_epochs, by_epoch=True, milestones=[27, 33],
-         gamma=0.1),
+    dict(type='MultiStepLR', begin=0, end=_base_.ms_crop_max_epochs, by_epoch=True,
+         milestones=_base_.ms_crop_milestones, gamma=0.1),
 ]
