@@ -66,50 +66,49 @@ _L_DIMS = dict(embed_dims=[112, 224, 448, 640], num_heads=[7, 7, 14, 20],
                heads_ranges=[6, 6, 6, 6], layer_scales=[0, 0, 1e-6, 1e-6])
 
 
-def _names(*names: str, **arch) -> Dict[str, dict]:
-    return {name: arch for name in names}
+def _aliases(names: Tuple[str, ...], base: dict, **arch) -> Dict[str, dict]:
+    """One arch under several names; ``arch`` overrides ``base``."""
+    return dict.fromkeys(names, {**base, **arch})
 
 
+_SEP = dict(mlp_ratios=[4, 4, 3, 3])  # S/B/L share RMT's per-stage MLP ratios
 arch_zoo: Dict[str, dict] = {
     # RMT baselines: the authors' public configurations (decomposed MaSA + rotary shift).
-    **_names('rmt-t', 'rmt-tiny', **_RMT, **_T_DIMS, depths=[2, 2, 8, 2], mlp_ratios=3,
-             mixers=['decomposed'] * 2 + ['full'] * 2, drop_path_rate=0.1),
-    **_names('rmt-s', 'rmt-small', **_RMT, **_T_DIMS, depths=[3, 4, 18, 4],
-             mlp_ratios=[4, 4, 3, 3], mixers=['decomposed'] * 3 + ['full'],
-             drop_path_rate=0.15),
-    **_names('rmt-b', 'rmt-base', **_RMT, **_B_DIMS, depths=[4, 8, 25, 8],
-             mlp_ratios=[4, 4, 3, 3], mixers=['decomposed'] * 3 + ['full'],
-             drop_path_rate=0.4),
-    **_names('rmt-l', 'rmt-large', **_RMT, **_L_DIMS, depths=[4, 8, 25, 8],
-             mlp_ratios=[4, 4, 3, 3], mixers=['decomposed'] * 3 + ['full'],
-             drop_path_rate=0.5),
+    **_aliases(('rmt-t', 'rmt-tiny'), _RMT, **_T_DIMS, depths=[2, 2, 8, 2], mlp_ratios=3,
+               mixers=['decomposed'] * 2 + ['full'] * 2, drop_path_rate=0.1),
+    **_aliases(('rmt-s', 'rmt-small'), _RMT, **_T_DIMS, **_SEP, depths=[3, 4, 18, 4],
+               mixers=['decomposed'] * 3 + ['full'], drop_path_rate=0.15),
+    **_aliases(('rmt-b', 'rmt-base'), _RMT, **_B_DIMS, **_SEP, depths=[4, 8, 25, 8],
+               mixers=['decomposed'] * 3 + ['full'], drop_path_rate=0.4),
+    **_aliases(('rmt-l', 'rmt-large'), _RMT, **_L_DIMS, **_SEP, depths=[4, 8, 25, 8],
+               mixers=['decomposed'] * 3 + ['full'], drop_path_rate=0.5),
     # EVT: RMT's widths and decay settings, grouped EuSA where RMT decomposes.
-    **_names('evt-t', 'evt-tiny', 't', 'tiny', **_EVT, **_T_DIMS, depths=[2, 2, 10, 2],
-             mlp_ratios=3, mixers=['group_dilate'] * 3 + ['full'], drop_path_rate=0.1),
-    **_names('evt-s', 'evt-small', 's', 'small', **_EVT, **_T_DIMS, depths=[3, 4, 18, 4],
-             mlp_ratios=[4, 4, 3, 3], mixers=['group_dilate'] * 3 + ['full'],
-             drop_path_rate=0.15),
-    **_names('evt-b', 'evt-base', 'b', 'base', **_EVT, **_B_DIMS, depths=[4, 8, 25, 8],
-             mlp_ratios=[4, 4, 3, 3], mixers=['group_dilate'] * 3 + ['full'],
-             drop_path_rate=0.4),
-    **_names('evt-l', 'evt-large', 'l', 'large', **_EVT, **_L_DIMS, depths=[4, 8, 25, 8],
-             mlp_ratios=[4, 4, 3, 3], mixers=['group_dilate'] * 3 + ['full'],
-             drop_path_rate=0.55),
+    **_aliases(('evt-t', 'evt-tiny', 't', 'tiny'), _EVT, **_T_DIMS, depths=[2, 2, 10, 2],
+               mlp_ratios=3, mixers=['group_dilate'] * 3 + ['full'], drop_path_rate=0.1),
+    **_aliases(('evt-s', 'evt-small', 's', 'small'), _EVT, **_T_DIMS, **_SEP,
+               depths=[3, 4, 18, 4], mixers=['group_dilate'] * 3 + ['full'],
+               drop_path_rate=0.15),
+    **_aliases(('evt-b', 'evt-base', 'b', 'base'), _EVT, **_B_DIMS, **_SEP,
+               depths=[4, 8, 25, 8], mixers=['group_dilate'] * 3 + ['full'],
+               drop_path_rate=0.4),
+    **_aliases(('evt-l', 'evt-large', 'l', 'large'), _EVT, **_L_DIMS, **_SEP,
+               depths=[4, 8, 25, 8], mixers=['group_dilate'] * 3 + ['full'],
+               drop_path_rate=0.55),
     # EVT-Swin: Swin-T/S/B exactly, W-MSA/SW-MSA -> EuSA-g/EuSA-d, last stage full EuSA.
-    **_names('evt-swin-t', 'evt-swin-tiny', **_SWIN, embed_dims=[96, 192, 384, 768],
-             depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.2),
-    **_names('evt-swin-s', 'evt-swin-small', **_SWIN, embed_dims=[96, 192, 384, 768],
-             depths=[2, 2, 18, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.3),
-    **_names('evt-swin-b', 'evt-swin-base', **_SWIN, embed_dims=[128, 256, 512, 1024],
-             depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], drop_path_rate=0.5),
+    **_aliases(('evt-swin-t', 'evt-swin-tiny'), _SWIN, embed_dims=[96, 192, 384, 768],
+               depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.2),
+    **_aliases(('evt-swin-s', 'evt-swin-small'), _SWIN, embed_dims=[96, 192, 384, 768],
+               depths=[2, 2, 18, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.3),
+    **_aliases(('evt-swin-b', 'evt-swin-base'), _SWIN, embed_dims=[128, 256, 512, 1024],
+               depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], drop_path_rate=0.5),
     # Tiny archs for tests: EVT-style and RMT-style (decomposed + rotary, layer scale).
-    **_names('evt-test', 'test', **_EVT, embed_dims=[16, 32, 64, 128], depths=[1, 1, 2, 1],
-             num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
-             mixers=['group_dilate'] * 3 + ['full'], group_sizes=16, drop_path_rate=0.),
-    **_names('rmt-test', **_RMT, embed_dims=[16, 32, 64, 128], depths=[1, 2, 2, 1],
-             num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
-             layer_scales=[0, 0, 1e-6, 1e-6], mixers=['decomposed'] * 3 + ['full'],
-             drop_path_rate=0.),
+    **_aliases(('evt-test', 'test'), _EVT, embed_dims=[16, 32, 64, 128], depths=[1, 1, 2, 1],
+               num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
+               mixers=['group_dilate'] * 3 + ['full'], group_sizes=16, drop_path_rate=0.),
+    **_aliases(('rmt-test', ), _RMT, embed_dims=[16, 32, 64, 128], depths=[1, 2, 2, 1],
+               num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
+               layer_scales=[0, 0, 1e-6, 1e-6], mixers=['decomposed'] * 3 + ['full'],
+               drop_path_rate=0.),
 }
 
 
