@@ -1,8 +1,8 @@
-# EVT-Swin-B: the evt-t config of this family with the backbone swapped.
-_base_ = './cascade-mask-rcnn_evt-t_fpn_ms-3x_coco.py'
+# Cascade Mask R-CNN + FPN, EVT-SWIN-B, ms-3x: the evt-swin-t config (Swin's recipe)
+# with the backbone swapped; drop path 0.3 (Swin-B's detection value).
+_base_ = './cascade-mask-rcnn_evt-swin-t_fpn_ms-3x_coco.py'
 
-pretrained = 'checkpoints/evt-swin-b_in1k.pth'  # noqa: replace with your ImageNet checkpoint
+pretrained = 'checkpoints/evt-swin-b_in1k.pth'  # noqa: your ImageNet checkpoint
 model = dict(
-    backbone=dict(arch='evt-swin-b', init_cfg=dict(checkpoint=pretrained)),
+    backbone=dict(arch='evt-swin-b', drop_path_rate=0.3, init_cfg=dict(checkpoint=pretrained)),
     neck=dict(in_channels=[128, 256, 512, 1024]))
-optim_wrapper = dict(optimizer=dict(lr=1e-4))
