@@ -1,8 +1,10 @@
-# EVT-Swin-S: the evt-t config of this family with the backbone swapped.
+# EVT-Swin-S: the evt-t config of this family (= mmseg's Swin UperNet
+# recipe: AdamW 6e-5, wd 0.01, warm-up 1500, poly) with the backbone swapped; drop path
+# 0.3 as mmseg's configs/swin/swin-*_upernet_8xb2-160k_ade20k-512x512.py.
 _base_ = './upernet_evt-t_8xb2-160k_ade20k-512x512.py'
 
 pretrained = 'checkpoints/evt-swin-s_in1k.pth'  # noqa: replace with your ImageNet checkpoint
 model = dict(
-    backbone=dict(arch='evt-swin-s', init_cfg=dict(checkpoint=pretrained)),
+    backbone=dict(arch='evt-swin-s', drop_path_rate=0.3, init_cfg=dict(checkpoint=pretrained)),
     decode_head=dict(in_channels=[96, 192, 384, 768]),
     auxiliary_head=dict(in_channels=384))
