@@ -1,4 +1,4 @@
-# EVT-B on ImageNet-1k at 224: evt-t_8xb128_in1k.py's recipe, drop path 0.4.
+# EVT-B on ImageNet-1k at 224: evt-t_8xb128_in1k.py's recipe, drop path 0.4 (paper).
 _base_ = './evt-t_8xb128_in1k.py'
 
 model = dict(

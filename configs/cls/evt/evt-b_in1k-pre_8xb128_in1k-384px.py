@@ -1,5 +1,6 @@
 # EVT-B fine-tuned at 384x384 from its 224 ImageNet-1k checkpoint, 30 epochs, AdamW lr 4e-5
 # at batch 1024 (Swin's fine-tuning recipe: 2e-5 at 512), wd 1e-8, 5 warm-up epochs.
+# Like Swin's fine-tuning, no EMA and no repeated augmentation (both are the 224 recipe's).
 # Nothing is interpolated: the spatial decay is computed from the 12x12 grid at run time.
 _base_ = './evt-b_8xb128_in1k.py'
 
@@ -22,7 +23,8 @@ test_pipeline = [
     dict(type='Resize', scale=384, backend='pillow', interpolation='bicubic'),
     dict(type='PackInputs'),
 ]
-train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline),
+                        sampler=dict(type='DefaultSampler', shuffle=True))
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
@@ -32,3 +34,4 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', eta_min=1e-7, by_epoch=True, begin=5),
 ]
 train_cfg = dict(max_epochs=30)
+custom_hooks = []

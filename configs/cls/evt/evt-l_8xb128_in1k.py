@@ -1,4 +1,4 @@
-# EVT-L on ImageNet-1k at 224: evt-t_8xb128_in1k.py's recipe, drop path 0.55.
+# EVT-L on ImageNet-1k at 224: evt-t_8xb128_in1k.py's recipe, drop path 0.55 (paper).
 _base_ = './evt-t_8xb128_in1k.py'
 
 model = dict(

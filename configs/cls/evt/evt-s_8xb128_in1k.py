@@ -1,4 +1,4 @@
-# EVT-S on ImageNet-1k at 224: evt-t_8xb128_in1k.py's recipe, drop path 0.15.
+# EVT-S on ImageNet-1k at 224: evt-t_8xb128_in1k.py's recipe, drop path 0.15 (paper).
 _base_ = './evt-t_8xb128_in1k.py'
 
 model = dict(
