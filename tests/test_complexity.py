@@ -1,27 +1,36 @@
-"""Params / FLOPs counting."""
-from mmevt.analysis import count_macs, model_complexity
-from mmevt.analysis.complexity import _RMTClassifier
+"""Params / FLOPs counting, and the FLOPs statements of docs/model_zoo.md."""
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from mmevt.analysis import count_macs, macs_breakdown, model_complexity
+from mmevt.analysis.complexity import _RMTClassifier, reference_attention
 from mmevt.models import EVT
+from mmevt.models.backbones.evt import resolve_arch
+from rmt_reference import rmt_reference_logits
+
+GI = 2**30
+AUTHORS_GFLOPS = {'rmt-t': 2.5, 'rmt-s': 4.5, 'rmt-b': 9.7, 'rmt-l': 18.2}  # theirs
+
+
+def _one_block(mixers='full'):
+    return EVT(dict(embed_dims=[8], depths=[1], num_heads=[2], mixers=mixers, cpe=False,
+                    lepe=False, ffn_dwconv=False, mlp_ratios=1), out_indices=(0, ),
+               out_norm_cfg=None)
 
 
 def test_macs_count_attention_matmuls_and_match_hand_count():
     # one full-attention block on a 4x4 grid: count q k^T and A v by hand
-    model = EVT(dict(embed_dims=[8], depths=[1], num_heads=[2], mixers='full', cpe=False,
-                     lepe=False, ffn_dwconv=False, mlp_ratios=1), out_indices=(0, ),
-                out_norm_cfg=None)
     n, c = 16 * 16, 8  # 64x64 input -> 16x16 grid after the 4x stem
     stem = (32 * 32 * 4 * 3 * 9 + 32 * 32 * 4 * 4 * 9 + 16 * 16 * 8 * 4 * 9 +
             16 * 16 * 8 * 8 * 9)
     linears = n * c * c * 4 + n * c * c * 2  # q, k, v, proj + fc1, fc2
     attention = 2 * n * n * c  # q k^T and A v over all heads
-    assert count_macs(model, (1, 3, 64, 64)) == stem + linears + attention
+    assert count_macs(_one_block(), (1, 3, 64, 64)) == stem + linears + attention
 
 
 def test_breakdown_splits_the_total_by_kind_of_layer():
-    from mmevt.analysis import macs_breakdown
-    model = EVT(dict(embed_dims=[8], depths=[1], num_heads=[2], mixers='full', cpe=False,
-                     lepe=False, ffn_dwconv=False, mlp_ratios=1), out_indices=(0, ),
-                out_norm_cfg=None)
+    model = _one_block()
     n, c = 16 * 16, 8
     parts = macs_breakdown(model, (1, 3, 64, 64))
     assert parts['total'] == count_macs(model, (1, 3, 64, 64))
@@ -33,17 +42,75 @@ def test_breakdown_splits_the_total_by_kind_of_layer():
     assert all(full[k] > 0 for k in full)  # every kind is found in a real model
 
 
-def test_counting_does_not_change_the_attention_path():
+def test_reference_attention_routes_every_attention_and_restores_it():
     model = EVT('evt-test', attn_impl='sdpa')
-    count_macs(model, (1, 3, 64, 64))
-    assert all(m.attn_impl == 'sdpa' for m in model.modules() if hasattr(m, 'attn_impl'))
+    attns = [m for m in model.modules() if hasattr(m, 'attn_impl')]
+    assert attns
+    with pytest.raises(RuntimeError, match='inside'):
+        with reference_attention(model):
+            assert all(m.attn_impl == 'reference' for m in attns)
+            raise RuntimeError('inside')
+    assert all(m.attn_impl == 'sdpa' for m in attns)  # restored, even after an error
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    count_macs(model, (1, 3, 64, 64))  # counts a meta copy: the model stays as it was
+    assert all(p.device.type == 'cpu' for p in model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
-def test_rmt_t_params_match_the_authors_and_grouping_is_cheaper():
-    from mmevt.models.backbones.evt import resolve_arch
-    c = model_complexity('rmt-t')
-    assert abs(c['params'] / 14e6 - 1) < 0.03  # authors: 14M
-    # at equal depth, EVT-T's grouped EuSA costs less than RMT-T's decomposed MaSA
-    evt_equal_depth = dict(resolve_arch('evt-t'), depths=[2, 2, 8, 2])
-    evt_macs = count_macs(_RMTClassifier(evt_equal_depth), (1, 3, 224, 224))
-    assert evt_macs < c['macs']
+def test_our_counter_on_the_independent_restatement_agrees():
+    """The same counter on our RMT-T classifier and on the suite's functional restatement
+    of the authors' model (tests/rmt_reference.py, no mmevt code) within 0.5%."""
+    from mmevt.utils.rmt_convert import convert_to_rmt
+    clf = _RMTClassifier('rmt-t').eval()
+    ours = {(k.replace('head.', 'head.fc.', 1) if k.startswith('head.') else k): v
+            for k, v in clf.state_dict().items()}
+    authors = convert_to_rmt(ours)
+    arch = resolve_arch('rmt-t')
+    x = torch.zeros(1, 3, 224, 224)
+    with torch.no_grad(), FlopCounterMode(display=False) as fc:
+        rmt_reference_logits(authors, x, arch['num_heads'], arch['init_values'],
+                             arch['heads_ranges'], chunk_stages=(0, 1))
+    theirs = fc.get_total_flops() // 2
+    assert abs(count_macs(clf, (1, 3, 224, 224)) / theirs - 1) < 0.005
+
+
+def test_fvcore_is_our_count_plus_norms_and_gives_the_authors_rmt_t_figure():
+    """docs/model_zoo.md: fvcore counts what we count plus the norms, and fvcore / 2**30 is
+    the authors' published 2.5G for RMT-T."""
+    import logging
+
+    from fvcore.nn import FlopCountAnalysis
+    logging.getLogger('fvcore').setLevel(logging.ERROR)
+    clf = _RMTClassifier('rmt-t').eval()
+    with torch.no_grad(), reference_attention(clf):
+        fv = FlopCountAnalysis(clf, torch.zeros(1, 3, 224, 224))
+        fv.unsupported_ops_warnings(False)
+        by_op = fv.by_operator()
+    total = sum(by_op.values())
+    norms = sum(v for k, v in by_op.items() if 'norm' in k)
+    assert 0 < norms < 0.01 * total
+    assert abs((total - norms) / count_macs(clf, (1, 3, 224, 224)) - 1) < 1e-3
+    assert round(total / GI, 1) == AUTHORS_GFLOPS['rmt-t']
+
+
+def test_rmt_params_match_the_authors():
+    assert abs(model_complexity('rmt-t')['params'] / 14e6 - 1) < 0.03  # authors: 14M
+
+
+@pytest.mark.parametrize('size', ['s', 'b', 'l'])
+def test_evt_is_cheaper_than_rmt_of_the_same_size(size):
+    """The paper's efficiency statement, counted at 224 with group size 49."""
+    shape = (1, 3, 224, 224)
+    assert (count_macs(_RMTClassifier(f'evt-{size}'), shape) <
+            count_macs(_RMTClassifier(f'rmt-{size}'), shape))
+
+
+def test_evt_t_layout_saves_about_0p2_gflops_over_rmt_t_at_equal_depth():
+    evt = resolve_arch('evt-t')
+    assert evt['depths'] == [2, 2, 10, 2] and evt['group_sizes'] == [49] * 4
+    assert evt['mixers'] == ['group_dilate'] * 3 + ['full']
+    rmt_deeper = dict(resolve_arch('rmt-t'), depths=[2, 2, 10, 2])
+    shape = (1, 3, 224, 224)
+    saved = count_macs(_RMTClassifier(rmt_deeper), shape) - count_macs(_RMTClassifier('evt-t'),
+                                                                       shape)
+    assert 0.15e9 < saved < 0.25e9

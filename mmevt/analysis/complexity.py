@@ -7,7 +7,7 @@ The attention is counted by running it through the explicit reference path, so t
 """
 import copy
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, Optional, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -98,7 +98,7 @@ def macs_breakdown(model: nn.Module, input_shape: Tuple[int, ...]) -> Dict[str, 
 class _RMTClassifier(nn.Module):
     """Backbone + the authors' classification neck/head, for counting only."""
 
-    def __init__(self, arch: str, num_classes: int = 1000):
+    def __init__(self, arch: Union[str, dict], num_classes: int = 1000):
         super().__init__()
         self.backbone = EVT(arch, out_indices=(3, ), out_norm_cfg=None)
         dims = self.backbone.embed_dims[-1]
@@ -109,15 +109,37 @@ class _RMTClassifier(nn.Module):
         return self.head(self.neck(self.backbone(x))[0])
 
 
-def model_complexity(arch: str, img_size: Tuple[int, int] = (224, 224),
-                     num_classes: int = 1000) -> Dict[str, float]:
-    """Params and MACs of the classifier (backbone + RMT head) and of the backbone alone.
+class _LinearClassifier(nn.Module):
+    """Backbone (last stage, one output norm) + global average pooling + one linear layer:
+    Swin's head, as in the EVT-Swin ImageNet configs. For counting only."""
+
+    def __init__(self, arch: Union[str, dict], num_classes: int = 1000):
+        super().__init__()
+        self.backbone = EVT(arch, out_indices=(3, ))
+        self.head = nn.Linear(self.backbone.embed_dims[-1], num_classes)
+
+    def forward(self, x):
+        return self.head(self.backbone(x)[0].mean((2, 3)))
+
+
+def model_complexity(arch: Union[str, dict], img_size: Tuple[int, int] = (224, 224),
+                     num_classes: int = 1000, head: str = 'rmt') -> Dict[str, float]:
+    """Params and MACs of a classifier and of the backbone alone.
+
+    Args:
+        arch (str | dict): an EVT arch name or dict.
+        img_size (tuple): ``(H, W)``. Defaults to ``(224, 224)``.
+        num_classes (int): classifier outputs. Defaults to 1000.
+        head (str): ``'rmt'`` (the authors' RMT head: linear to 1024, BN, Swish, pool,
+            linear) or ``'linear'`` (Swin's: pool, linear). Defaults to ``'rmt'``.
 
     Returns:
         dict: ``params`` and ``macs`` of the classifier, ``backbone_params`` and
         ``backbone_macs`` (the backbone with its four output norms).
     """
-    clf = _RMTClassifier(arch, num_classes)
+    if head not in ('rmt', 'linear'):
+        raise ValueError(f"head must be 'rmt' or 'linear', got {head!r}")
+    clf = (_RMTClassifier if head == 'rmt' else _LinearClassifier)(arch, num_classes)
     backbone = EVT(arch)
     shape = (1, 3) + tuple(img_size)
     return dict(params=count_params(clf), macs=count_macs(clf, shape),

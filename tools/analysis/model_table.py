@@ -10,7 +10,8 @@ extractor (``model.extract_feat``: backbone + FPN), since the RoI heads' cost de
 number of proposals. They are counted by ``torch.utils.flop_counter`` with EVT's attention
 routed through the explicit reference path (on the ``meta`` device: shapes only), so
 attention matmuls are counted. Prints a markdown table with the papers' / authors' numbers
-next to ours, labelled as theirs.
+next to ours, labelled as theirs, and each config's recipe as the config states it
+(lr, weight decay, drop path, images per GPU, warm-up iterations, training augmentation).
 """
 import argparse
 import glob
@@ -23,7 +24,7 @@ import sys
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-# The papers' / authors' numbers (../shared/design/EVT.md section 5); never measured here.
+# The papers' / the RMT authors' README numbers; never measured here.
 PAPER = {
     ('mask-rcnn', '1x', 'rmt-t'): 'authors: 47.1 / 42.6',
     ('mask-rcnn', '1x', 'rmt-s'): 'authors: 49.0 / 43.9',
@@ -54,6 +55,19 @@ NAME = re.compile(r'^(?P<family>[a-z-]+?)_(?P<arch>(?:evt|rmt)(?:-swin)?-[tsbl])
                   r'(?P<sched>1x|ms-3x|80k|160k)')
 
 
+def recipe(cfg) -> str:
+    """``lr | wd | drop path | images per GPU | warm-up | augmentation`` of a config."""
+    opt = cfg.optim_wrapper.optimizer
+    warmup = [s for s in cfg.param_scheduler if s.type == 'LinearLR']
+    pipeline = cfg.train_dataloader.dataset.get('pipeline', [])
+    types = {t.type for t in pipeline}
+    aug = ('ms-crop' if 'RandomChoice' in types else
+           'multi-scale' if 'RandomChoiceResize' in types else
+           'random resize + crop' if 'RandomResize' in types else 'single-scale')
+    return (f"{opt.lr:g} | {opt.weight_decay:g} | {cfg.model.backbone.drop_path_rate:g} | "
+            f"{cfg.train_dataloader.batch_size} | {warmup[0].end if warmup else 0} | {aug}")
+
+
 def _measure(cfg_path: str, shape):
     import mmevt  # noqa: F401
     from mmengine.config import Config
@@ -61,6 +75,7 @@ def _measure(cfg_path: str, shape):
 
     from mmevt.analysis import count_macs, count_params
     cfg = Config.fromfile(cfg_path)
+    row = recipe(cfg)
     cfg.model.backbone.init_cfg = None
     scope = cfg.default_scope
     with DefaultScope.overwrite_default_scope(scope):
@@ -69,7 +84,7 @@ def _measure(cfg_path: str, shape):
             macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m.extract_feat(x))
         else:
             macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m._forward(x))
-    return count_params(model), macs
+    return count_params(model), macs, row
 
 
 def main() -> None:
@@ -82,23 +97,23 @@ def main() -> None:
     args = parser.parse_args()
     shape = args.shape or ((800, 1280) if args.task == 'det' else (512, 2048))
     paths = sorted(glob.glob(osp.join(REPO, 'configs', args.task, '*', '*.py')))
-    paths = [p for p in paths if args.filter in osp.basename(p)]
+    paths = [p for p in paths if args.filter in osp.basename(p) and '_base_' not in p]
     metric = 'box / mask AP' if args.task == 'det' else 'mIoU'
     what = 'backbone+FPN FLOPs' if args.task == 'det' else 'FLOPs'
-    print(f'| config | params (M) | {what} (G) @ {shape[1]}x{shape[0]} | their {metric} '
-          f'| our {metric} |')
-    print('|---|---|---|---|---|')
+    print(f'| config | lr | wd | drop path | img/GPU | warm-up | aug | params (M) '
+          f'| {what} (G) @ {shape[1]}x{shape[0]} | their {metric} | our {metric} |')
+    print('|---' * 11 + '|')
     rows = {}
     for path in paths:
         name = osp.splitext(osp.basename(path))[0]
         m = NAME.match(name)
         family, arch, sched = (m['family'], m['arch'], m['sched']) if m else (name, '', '')
-        params, macs = _measure(path, shape)
+        params, macs, row = _measure(path, shape)
         rows[name] = dict(params=params, macs=macs)
         # ablations change the model: the papers' number of the base config does not apply
         paper = '-' if 'ablation' in path else PAPER.get((family, sched, arch), '-')
-        print(f'| {name} | {params / 1e6:.1f} | {macs / 1e9:.0f} | {paper} | not trained here |',
-              flush=True)
+        print(f'| {name} | {row} | {params / 1e6:.1f} | {macs / 1e9:.0f} | {paper} '
+              '| not trained here |', flush=True)
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(rows, f, indent=1)
