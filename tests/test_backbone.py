@@ -1,4 +1,6 @@
 """EVT backbone: arch zoo, shapes, OpenMMLab backbone contract, errors."""
+import logging
+
 import pytest
 import torch
 from torch import nn
@@ -6,6 +8,7 @@ from torch import nn
 from helpers import probe_loss
 from mmevt.models import EVT
 from mmevt.models.backbones.evt import arch_zoo, resolve_arch
+from mmevt.ops import flex_available
 
 ARCH_NAMES = ['evt-t', 'evt-s', 'evt-b', 'evt-l', 'evt-swin-t', 'evt-swin-s', 'evt-swin-b',
               'rmt-t', 'rmt-s', 'rmt-b', 'rmt-l', 'evt-test', 'rmt-test']
@@ -19,7 +22,7 @@ def test_every_arch_builds_with_right_shapes_and_channels(arch):
         outs = model(torch.randn(1, 3, 64, 96))
     assert [tuple(o.shape) for o in outs] == [(1, dims[0], 16, 24), (1, dims[1], 8, 12),
                                              (1, dims[2], 4, 6), (1, dims[3], 2, 3)]
-    assert not any(k.endswith(('log_gamma', 'bias_cache')) for k in model.state_dict())
+    assert not any(k.endswith(('log_gamma', 'cache')) for k in model.state_dict())
 
 
 def test_short_and_long_names_are_the_same_arch():
@@ -32,7 +35,7 @@ def test_short_and_long_names_are_the_same_arch():
 def test_variant_settings_follow_the_spec():
     t, rt = resolve_arch('evt-t'), resolve_arch('rmt-t')
     assert t['depths'] == [2, 2, 10, 2] and rt['depths'] == [2, 2, 8, 2]
-    assert t['mixers'] == ['group_dilate', 'group_dilate', 'full', 'full']
+    assert t['mixers'] == ['group_dilate'] * 3 + ['full'] and t['group_sizes'] == [49] * 4
     assert rt['mixers'] == ['decomposed', 'decomposed', 'full', 'full']
     assert t['decay'] == 'euclidean' and rt['decay'] == 'manhattan'
     assert rt['use_rope'] and not t['use_rope']
@@ -121,21 +124,51 @@ def test_attn_impls_agree_inside_the_backbone():
     x = torch.randn(1, 3, 70, 90)
     with torch.no_grad():
         expected = ref(x)
-        for impl in ('sdpa', 'flex'):
+        for impl in ['sdpa'] + (['flex'] if flex_available() else []):
             fast = EVT('evt-test', attn_impl=impl).eval()
             fast.load_state_dict(ref.state_dict())
             for a, b in zip(fast(x), expected):
                 torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 
-def test_torch_compile_runs_tiny_arch():
-    model = EVT('evt-test').eval()
-    x = torch.randn(1, 3, 64, 64)
+def test_torch_compile_traces_the_whole_backbone():
+    # fullgraph: einops layouts, the per-grid cache and the path log trace without a break
+    torch._dynamo.reset()
+    model = EVT('rmt-test', mixers=['group_dilate', 'window_grid', 'decomposed', 'full'],
+                group_sizes=[16, 16, 4, 16]).eval()
+    x = torch.randn(1, 3, 64, 80)
     with torch.no_grad():
         expected = model(x)
-        got = torch.compile(model)(x)
+        got = torch.compile(model, fullgraph=True)(x)
     for a, b in zip(got, expected):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_attention_paths_are_logged_once_per_model_and_situation(caplog):
+    model = EVT('evt-test', mixers=['group_dilate', 'routing', 'decomposed', 'full']).eval()
+    with caplog.at_level(logging.INFO, logger='mmevt'), torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(1, 3, 64, 64))
+        EVT('evt-test', attn_impl='reference').eval()(torch.randn(1, 3, 64, 64))
+    lines = [r.getMessage() for r in caplog.records if r.name == 'mmevt']
+    assert lines == [
+        "EVT attention paths on cpu (attn_impl='auto'), per stage: 0: sdpa; 1: other mixer; "
+        '2: sdpa; 3: sdpa',
+        "EVT attention paths on cpu (attn_impl='reference'), per stage: 0: reference; "
+        '1: reference; 2: reference; 3: reference']
+
+
+def test_renamed_arguments_keep_their_old_names_for_a_release():
+    new = EVT('evt-test', group_sizes=[9, 16, 16, 4], layer_scales=0.5)
+    with pytest.warns(FutureWarning, match=r'EVT: group_size= is deprecated .* group_sizes='):
+        old = EVT('evt-test', group_size=[9, 16, 16, 4], layer_scales=0.5)
+    with pytest.warns(FutureWarning, match=r'EVT: layer_scale= is deprecated'):
+        old2 = EVT('evt-test', group_sizes=[9, 16, 16, 4], layer_scale=0.5)
+    assert new.arch_settings == old.arch_settings == old2.arch_settings
+    assert new.arch_settings['layer_scales'] == [0.5] * 4
+    assert list(new.state_dict()) == list(old2.state_dict())
+    with pytest.raises(ValueError, match=r'pass group_sizes= only .* got both'):
+        EVT('evt-test', group_size=16, group_sizes=16)
 
 
 def test_decay_rates_are_not_checkpointed_and_follow_arch():
@@ -144,7 +177,7 @@ def test_decay_rates_are_not_checkpointed_and_follow_arch():
     assert 'stages.2.blocks.0.attn.log_gamma' not in model.state_dict()
     assert attn.log_gamma.shape == (4, )
     # blocks of a stage share one bias cache
-    assert model.stages[1].blocks[0].attn.bias_cache is model.stages[1].blocks[1].attn.bias_cache
+    assert model.stages[1].blocks[0].attn.cache is model.stages[1].blocks[1].attn.cache
 
 
 def test_layer_depth_for_lr_decay():
@@ -167,15 +200,15 @@ def test_layer_depth_for_lr_decay():
      r'embed_dims needs one value per stage \(1\), got 2'),
     (dict(arch=dict(embed_dims=[16, 30], depths=[1, 1], num_heads=[2, 4])),
      r'num_heads\[1\]=4 must be a positive int dividing embed_dims\[1\]=30'),
-    (dict(group_size=0), r'group_size\[0\] must be a positive int, got 0'),
-    (dict(group_size=[16, 16, -3, 16]), r'group_size\[2\] must be a positive int, got -3'),
-    (dict(group_size=[16, 16]), r'group_sizes needs one value per stage \(4\), got 2'),
+    (dict(group_sizes=0), r'group_sizes\[0\] must be a positive int, got 0'),
+    (dict(group_sizes=[16, 16, -3, 16]), r'group_sizes\[2\] must be a positive int, got -3'),
+    (dict(group_sizes=[16, 16]), r'group_sizes needs one value per stage \(4\), got 2'),
     (dict(mixers=['full', 'full', 'windows', 'full']),
      r"mixers\[2\] must be one of \['full', 'group', 'dilate', 'group_dilate', 'window', "
      r"'grid', 'window_grid', 'decomposed', 'external', 'routing'\] \(or a dict with such a "
      r"'type'\), got 'windows'"),
-    (dict(mixers=['window_grid'] * 3 + ['full'], group_size=[16, 16, 50, 16]),
-     r"group_size\[2\]=50 must be a square .* for mixers\[2\]='window_grid'"),
+    (dict(mixers=['window_grid'] * 3 + ['full'], group_sizes=[16, 16, 50, 16]),
+     r"group_sizes\[2\]=50 must be a square .* for mixers\[2\]='window_grid'"),
     (dict(decay='chebyshev'), r"decay must be one of \['euclidean', 'manhattan', 'none'\]"),
     (dict(out_indices=(0, 4)), r'out_indices entries must be ints in \[-4, 3\], got 4'),
     (dict(frozen_stages=5), r'frozen_stages must be an int in \[-1, 4\], got 5'),

@@ -6,11 +6,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mmevt.ops import (DecayBiasCache, attention_reference, decay_bias, decay_log_rates,
+import mmevt.ops.attention as attention_ops
+from mmevt.ops import (GridCache, attention_reference, decay_bias, decay_log_rates,
                        decomposed_decay_attention, flex_available, grid_coords,
-                       group_token_index, group_tokens, grouped_distance, num_groups,
-                       pairwise_distance, spatial_decay_attention, ungroup_tokens)
-from mmevt.ops.decay import has_padding
+                       group_token_index, group_tokens, grouped_distance, has_padding,
+                       num_groups, pairwise_distance, spatial_decay_attention, ungroup_tokens)
+
+IMPLS = ['sdpa'] + (['flex'] if flex_available() else [])
+needs_flex = pytest.mark.skipif(not flex_available(), reason='torch without FlexAttention')
 
 
 def test_decay_rates_match_formula():
@@ -86,7 +89,7 @@ def test_padded_keys_get_zero_weight_and_no_nan():
     q, k, v = (torch.randn(1, 5, 2, 8) for _ in range(3))
     for impl in ('reference', 'sdpa'):
         out = spatial_decay_attention(q, k, v, (1, 5), decay_log_rates(2, 2, 4),
-                                      mode='group', group_size=4, impl=impl)
+                                      mode='group', group_size=4, attn_impl=impl)
         assert torch.isfinite(out).all()
         # the lone token of the last group only sees itself
         torch.testing.assert_close(out[:, 4], v[:, 4])
@@ -117,11 +120,8 @@ def test_grouped_attention_equals_block_masked_full_attention(h, w, s, heads, mo
     q, k, v = (torch.randn(2, h * w, heads, 8, dtype=torch.float64) for _ in range(3))
     lg = decay_log_rates(heads, 2, 4).double()
     expected = _masked_full_reference(q, k, v, (h, w), lg, decay, mode, s)
-    got = spatial_decay_attention(q, k, v, (h, w), lg, decay, mode, s, impl='reference')
+    got = spatial_decay_attention(q, k, v, (h, w), lg, decay, mode, s, attn_impl='reference')
     torch.testing.assert_close(got, expected)
-
-
-IMPLS = ['sdpa'] + (['flex'] if flex_available() else [])
 
 
 @pytest.mark.parametrize('impl', IMPLS)
@@ -132,13 +132,13 @@ def test_fast_paths_agree_with_reference_fp32(impl, mode, decay):
     hw = (7, 11)
     q, k, v = (torch.randn(2, 77, 4, 16, requires_grad=True) for _ in range(3))
     lg = decay_log_rates(4, 2, 6)
-    ref = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 16, impl='reference')
+    ref = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 16, attn_impl='reference')
     if impl == 'flex':  # FlexAttention has no backward on CPU (torch raises); forward only
         out = spatial_decay_attention(q.detach(), k.detach(), v.detach(), hw, lg, decay, mode,
-                                      16, impl=impl)
+                                      16, attn_impl=impl)
         torch.testing.assert_close(out, ref.detach(), atol=1e-5, rtol=1e-5)
         return
-    out = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 16, impl=impl)
+    out = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 16, attn_impl=impl)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
     g_ref = torch.autograd.grad(ref.square().sum(), (q, k, v))
     g_out = torch.autograd.grad(out.square().sum(), (q, k, v))
@@ -152,21 +152,28 @@ def test_fast_paths_agree_with_reference_bf16(impl, mode):
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 45, 2, 16) for _ in range(3))
     lg = decay_log_rates(2, 2, 4)
-    ref = spatial_decay_attention(q, k, v, (5, 9), lg, 'euclidean', mode, 9, impl='reference')
+    ref = spatial_decay_attention(q, k, v, (5, 9), lg, 'euclidean', mode, 9,
+                                  attn_impl='reference')
     out = spatial_decay_attention(*(t.bfloat16() for t in (q, k, v)), (5, 9), lg, 'euclidean',
-                                  mode, 9, impl=impl)
+                                  mode, 9, attn_impl=impl)
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.float(), ref, atol=3e-2, rtol=3e-2)
 
 
-def test_bias_cache_reuses_and_bounds_entries():
-    cache = DecayBiasCache(max_entries=2)
-    lg = decay_log_rates(2, 2, 4)
-    a = cache.get(lg, (4, 4), 8, 'group', 'euclidean', torch.float32)
-    assert cache.get(lg, (4, 4), 8, 'group', 'euclidean', torch.float32) is a
-    cache.get(lg, (5, 4), 8, 'group', 'euclidean', torch.float32)
-    cache.get(lg, (6, 4), 8, 'group', 'euclidean', torch.float32)
-    assert cache.get(lg, (4, 4), 8, 'group', 'euclidean', torch.float32) is not a
+def test_attention_builds_the_bias_once_per_grid(monkeypatch):
+    built = []
+    real = attention_ops.grouped_distance
+    monkeypatch.setattr(attention_ops, 'grouped_distance',
+                        lambda *a, **kw: built.append(a[0]) or real(*a, **kw))
+    cache, lg = GridCache(max_entries=2), decay_log_rates(2, 2, 4)
+    for hw in ((4, 4), (4, 4), (5, 4), (4, 4), (6, 4), (4, 4), (5, 4)):
+        q = torch.randn(1, hw[0] * hw[1], 2, 8)
+        spatial_decay_attention(q, q, q, hw, lg, mode='group', group_size=8, cache=cache)
+    # the least recently used grid goes first: (4, 4) stays, (5, 4) is built again
+    assert built == [(4, 4), (5, 4), (6, 4), (5, 4)] and len(cache) == 2
+    q = torch.randn(1, 16, 2, 8)
+    spatial_decay_attention(q, q, q, (4, 4), lg, mode='dilate', group_size=8, cache=cache)
+    assert built[-1] == (4, 4)  # another layout is another table
 
 
 def test_decomposed_matches_explicit_row_then_column():
@@ -174,7 +181,7 @@ def test_decomposed_matches_explicit_row_then_column():
     b, h, w, heads, d = 2, 5, 6, 2, 8
     q, k, v = (torch.randn(b, h, w, heads, d, dtype=torch.float64) for _ in range(3))
     lg = decay_log_rates(heads, 2, 4).double()
-    got = decomposed_decay_attention(q, k, v, lg, impl='sdpa')
+    got = decomposed_decay_attention(q, k, v, lg, attn_impl='sdpa')
     expected = torch.empty_like(v)
     rows = torch.empty_like(v)
     for hh in range(heads):
@@ -187,7 +194,7 @@ def test_decomposed_matches_explicit_row_then_column():
             dr = (torch.arange(h)[:, None] - torch.arange(h)[None]).abs().double()
             expected[:, :, c, hh] = (logits + lg[hh] * dr).softmax(-1) @ rows[:, :, c, hh]
     torch.testing.assert_close(got, expected)
-    torch.testing.assert_close(decomposed_decay_attention(q, k, v, lg, impl='reference'),
+    torch.testing.assert_close(decomposed_decay_attention(q, k, v, lg, attn_impl='reference'),
                                expected)
 
 
@@ -195,16 +202,31 @@ def test_bad_impl_and_mode_are_value_errors():
     q = torch.randn(1, 4, 1, 8)
     lg = decay_log_rates(1, 2, 4)
     with pytest.raises(ValueError, match="attn_impl must be one of .*'cuda'"):
-        spatial_decay_attention(q, q, q, (2, 2), lg, impl='cuda')
+        spatial_decay_attention(q, q, q, (2, 2), lg, attn_impl='cuda')
     with pytest.raises(ValueError, match="mode must be one of .*'windows'"):
         spatial_decay_attention(q, q, q, (2, 2), lg, mode='windows')
 
 
-@pytest.mark.skipif(not flex_available(), reason='torch without FlexAttention')
+@needs_flex
 def test_flex_backward_on_cpu_is_a_clear_error():
     q = torch.randn(1, 4, 1, 16, requires_grad=True)
     with pytest.raises(ValueError, match="attn_impl='flex' has no backward on CPU"):
-        spatial_decay_attention(q, q, q, (2, 2), decay_log_rates(1, 2, 4), impl='flex')
+        spatial_decay_attention(q, q, q, (2, 2), decay_log_rates(1, 2, 4), attn_impl='flex')
+
+
+def test_which_paths_can_run_is_separate_from_the_choice(monkeypatch):
+    from mmevt.ops import impl_unavailable, resolve_impl
+    cpu = torch.device('cpu')
+    assert impl_unavailable('sdpa', cpu, needs_grad=True) is None
+    assert impl_unavailable('reference', cpu, needs_grad=True) is None
+    assert impl_unavailable('flex', cpu) is None
+    assert 'no backward on CPU' in impl_unavailable('flex', cpu, needs_grad=True)
+    monkeypatch.setattr(attention_ops, '_flex_attention', None)  # a torch without Flex
+    assert 'needs torch >= 2.5' in impl_unavailable('flex', cpu)
+    with pytest.raises(ValueError, match=r"attn_impl='flex' needs torch >= 2.5"):
+        resolve_impl('flex', cpu)
+    monkeypatch.setattr(torch.compiler, 'is_compiling', lambda: True)
+    assert resolve_impl('auto', torch.device('cuda'), 32) == 'sdpa'  # Flex cannot run
 
 
 def test_auto_path_choice_per_device_and_compile(monkeypatch):
@@ -221,16 +243,34 @@ def test_auto_path_choice_per_device_and_compile(monkeypatch):
 
 
 def test_cache_memoises_none_and_bounds_entries():
-    cache, calls = DecayBiasCache(max_entries=2), []
+    cache, calls = GridCache(max_entries=2), []
     build = lambda: calls.append(1)  # noqa: E731  returns None
-    assert cache.memo(('a', ), build) is None and cache.memo(('a', ), build) is None
-    assert len(calls) == 1
-    cache.memo(('b', ), build), cache.memo(('c', ), build), cache.memo(('a', ), build)
+    assert cache.get(('a', ), build) is None and cache.get(('a', ), build) is None
+    assert len(calls) == 1 and ('a', ) in cache
+    cache.get(('b', ), build), cache.get(('c', ), build), cache.get(('a', ), build)
     assert len(calls) == 4  # 'a' was evicted
+    assert len(cache) == 2
 
 
-@pytest.mark.skipif(not flex_available(), reason='torch without FlexAttention')
-def test_flex_padding_block_mask_is_cached_and_only_built_with_padding():
+def test_deprecated_names_still_work_and_warn():
+    from mmevt.ops import DecayBiasCache
+    torch.manual_seed(0)
+    q = torch.randn(1, 12, 2, 8)
+    lg = decay_log_rates(2, 2, 4)
+    new = spatial_decay_attention(q, q, q, (3, 4), lg, mode='group', group_size=4,
+                                  attn_impl='reference', cache=GridCache())
+    with pytest.warns(FutureWarning, match='DecayBiasCache is deprecated'):
+        old_cache = DecayBiasCache()
+    with pytest.warns(FutureWarning, match=r'impl= is deprecated .* use attn_impl='):
+        old = spatial_decay_attention(q, q, q, (3, 4), lg, mode='group', group_size=4,
+                                      impl='reference', bias_cache=old_cache)
+    torch.testing.assert_close(old, new)
+    with pytest.raises(ValueError, match=r'pass cache= only .* got both'):
+        spatial_decay_attention(q, q, q, (3, 4), lg, cache=GridCache(), bias_cache=GridCache())
+
+
+@needs_flex
+def test_flex_padding_block_mask_is_cached_and_only_built_with_padding(monkeypatch):
     from mmevt.ops.attention import padding_block_mask
     assert padding_block_mask((8, 8), 16, 'group', 2, torch.device('cpu')) is None
     assert padding_block_mask((8, 8), 16, 'window', 2, torch.device('cpu')) is None
@@ -238,15 +278,17 @@ def test_flex_padding_block_mask_is_cached_and_only_built_with_padding():
     assert mask.shape[-2:] == (16, 16) and mask.shape[1] == 2 * num_groups(77, 16)
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 77, 2, 16) for _ in range(3))
-    lg, cache = decay_log_rates(2, 2, 4), DecayBiasCache()
+    lg, cache = decay_log_rates(2, 2, 4), GridCache()
     ref = spatial_decay_attention(q, k, v, (7, 11), lg, mode='dilate', group_size=16,
-                                  impl='reference')
+                                  attn_impl='reference')
+    masks = []
+    monkeypatch.setattr(attention_ops, 'padding_block_mask',
+                        lambda *a: masks.append(padding_block_mask(*a)) or masks[-1])
     for _ in range(2):
         out = spatial_decay_attention(q, k, v, (7, 11), lg, mode='dilate', group_size=16,
-                                      impl='flex', bias_cache=cache)
+                                      attn_impl='flex', cache=cache)
         torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
-    (key, ) = [key for key in cache._store if key[0] == 'flex_pad']
-    assert cache._store[key] is not None
+    assert len(masks) == 1 and masks[0] is not None  # built once, then from the cache
 
 
 @pytest.mark.parametrize('op', ['grouped', 'decomposed'])
@@ -258,9 +300,9 @@ def test_sdpa_path_uses_the_fused_cpu_kernel(op):
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         if op == 'grouped':
             spatial_decay_attention(*(t.reshape(2, 42, 2, 16) for t in (q, q, q)), (6, 7),
-                                    lg, mode='group', group_size=16, impl='sdpa')
+                                    lg, mode='group', group_size=16, attn_impl='sdpa')
         else:
-            decomposed_decay_attention(q, q, q, lg, impl='sdpa')
+            decomposed_decay_attention(q, q, q, lg, attn_impl='sdpa')
     names = {e.key for e in prof.key_averages()}
     assert 'aten::_scaled_dot_product_flash_attention_for_cpu' in names
     assert 'aten::_scaled_dot_product_attention_math' not in names

@@ -9,18 +9,26 @@ All paths compute, per head h and group,
   (``score_mod``), so no ``N x N`` bias tensor exists, and padded keys are removed by a
   cached ``BlockMask`` (only groups that contain padding pay for the mask). Fused on GPUs
   under ``torch.compile``; in eager mode it runs PyTorch's unfused fallback (for tests).
+
+Which path runs is decided in two steps: :func:`impl_unavailable` says whether a path can
+run here at all, :func:`choose_impl` is the rule ``'auto'`` follows among those that can;
+:func:`resolve_impl` applies both.
 """
+import logging
 from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+from einops import rearrange
 from torch import Tensor
 
-from .decay import (DECAY_KINDS, DecayBiasCache, check_choice, decay_bias, grid_coords,
-                    group_token_index, grouped_distance, has_padding, line_decay_bias)
-from .grouping import group_tokens, ungroup_tokens
+from .cache import GridCache
+from .checks import check_choice, renamed_argument
+from .decay import DECAY_KINDS, decay_bias, grid_coords, grouped_distance, line_decay_bias
+from .grouping import group_token_index, group_tokens, has_padding, ungroup_tokens
 
 ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
+logger = logging.getLogger('mmevt')
 
 try:  # FlexAttention exists from torch 2.5; the model must still import without it.
     from torch.nn.attention.flex_attention import create_block_mask as _create_block_mask
@@ -28,31 +36,73 @@ try:  # FlexAttention exists from torch 2.5; the model must still import without
 except ImportError:  # pragma: no cover - depends on the installed torch
     _create_block_mask = _flex_attention = None
 
+# The backbone logs its path choice once per model, also while torch.compile traces it:
+# dynamo moves this logger's calls after the graph instead of breaking it (torch >= 2.4).
+_reorderable = getattr(getattr(torch, '_dynamo', None), 'config', None)
+if _reorderable is not None and hasattr(_reorderable, 'reorderable_logging_functions'):
+    _reorderable.reorderable_logging_functions.add(logger.info)
+
 
 def flex_available() -> bool:
     """Whether this torch has FlexAttention."""
     return _flex_attention is not None
 
 
-def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None) -> str:
-    """Map ``'auto'`` to a concrete path for ``device``.
+def flex_fits(head_dim: Optional[int]) -> bool:
+    """Whether Flex kernels tile this head dim (a power of two >= 16; None: unknown, yes)."""
+    return head_dim is None or (head_dim >= 16 and head_dim & (head_dim - 1) == 0)
 
-    ``auto`` picks FlexAttention on CUDA while ``torch.compile`` traces the model (the only
-    case where Flex runs fused: decay in-kernel, no bias tensor, block-sparse padding) when
-    the head dim suits its kernels (a power of two >= 16), and fused SDPA with a cached bias
-    everywhere else (eager Flex materialises the scores; on CPU SDPA is fastest).
+
+def impl_unavailable(impl: str, device: torch.device, needs_grad: bool = False) -> Optional[str]:
+    """Why attention path ``impl`` cannot run here, or None when it can.
+
+    Args:
+        impl (str): ``'reference'``, ``'sdpa'`` or ``'flex'``.
+        device (torch.device): where the inputs are.
+        needs_grad (bool): whether a backward pass will follow. Defaults to False.
+
+    Returns:
+        str | None: the reason, phrased to follow ``attn_impl='flex'``.
     """
-    check_choice('attn_impl', impl, ATTN_IMPLS)
-    if impl == 'flex' and not flex_available():
-        raise ValueError("attn_impl='flex' needs torch >= 2.5 (FlexAttention); "
-                         f'this is torch {torch.__version__}')
-    if impl != 'auto':
-        return impl
-    flex_dim = head_dim is None or (head_dim >= 16 and head_dim & (head_dim - 1) == 0)
-    if (device.type == 'cuda' and flex_available() and flex_dim
-            and torch.compiler.is_compiling()):
+    if impl != 'flex':
+        return None
+    if not flex_available():
+        return f'needs torch >= 2.5 (FlexAttention); this is torch {torch.__version__}'
+    if device.type == 'cpu' and needs_grad:
+        return "has no backward on CPU in this torch; use attn_impl='sdpa' (or 'auto')"
+    return None
+
+
+def choose_impl(device: torch.device, head_dim: Optional[int] = None,
+                needs_grad: bool = False) -> str:
+    """The rule of ``attn_impl='auto'``, among the paths that can run here.
+
+    FlexAttention on CUDA while ``torch.compile`` traces the model (the only case where Flex
+    runs fused: decay in-kernel, no bias tensor, block-sparse padding) when its kernels tile
+    the head dim; fused SDPA with a cached bias everywhere else (eager Flex materialises the
+    scores; on CPU SDPA is fastest).
+    """
+    if (device.type == 'cuda' and torch.compiler.is_compiling() and flex_fits(head_dim)
+            and impl_unavailable('flex', device, needs_grad) is None):
         return 'flex'
     return 'sdpa'
+
+
+def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None,
+                 needs_grad: bool = False) -> str:
+    """The concrete path for ``impl``: ``'auto'`` by :func:`choose_impl`, an explicit path
+    after checking it can run (:func:`impl_unavailable`).
+
+    Raises:
+        ValueError: ``impl`` is unknown or cannot run here.
+    """
+    check_choice('attn_impl', impl, ATTN_IMPLS)
+    if impl == 'auto':
+        return choose_impl(device, head_dim, needs_grad)
+    reason = impl_unavailable(impl, device, needs_grad)
+    if reason is not None:
+        raise ValueError(f'attn_impl={impl!r} {reason}')
+    return impl
 
 
 def attention_reference(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
@@ -81,7 +131,7 @@ def attention_sdpa(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
 
 
-def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, kind: str,
+def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, decay: str,
                      log_gamma: Tensor):
     """``score_mod`` adding the decay of the grouped layout ``(B, heads * G, S, D)``."""
     n = hw[0] * hw[1]
@@ -95,9 +145,9 @@ def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, kind: str,
         grp, head = h % g, h // g
         dr = rows[grp, q_idx] - rows[grp, kv_idx]
         dc = cols[grp, q_idx] - cols[grp, kv_idx]
-        if kind == 'euclidean':
+        if decay == 'euclidean':
             dist = torch.sqrt(dr * dr + dc * dc)
-        elif kind == 'manhattan':
+        elif decay == 'manhattan':
             dist = dr.abs() + dc.abs()
         else:
             dist = dr * 0
@@ -135,8 +185,11 @@ def spatial_decay_attention(q: Tensor,
                             mode: str = 'full',
                             group_size: int = 49,
                             scale: Optional[float] = None,
-                            impl: str = 'auto',
-                            bias_cache: Optional[DecayBiasCache] = None) -> Tensor:
+                            attn_impl: str = 'auto',
+                            cache: Optional[GridCache] = None,
+                            *,
+                            impl: Optional[str] = None,
+                            bias_cache: Optional[GridCache] = None) -> Tensor:
     """Spatial-decay attention over a stage grid, full or inside groups (1D or 2D).
 
     Args:
@@ -146,60 +199,55 @@ def spatial_decay_attention(q: Tensor,
         decay (str): ``'euclidean'`` (EuSA), ``'manhattan'`` (MaSA) or ``'none'``.
             Defaults to ``'euclidean'``.
         mode (str): ``'full'``, ``'group'``, ``'dilate'`` or the 2D ``'window'`` /
-            ``'grid'`` (see :func:`~mmevt.ops.decay.group_token_index`). Defaults to
-            ``'full'``.
+            ``'grid'`` (see :mod:`mmevt.ops.grouping`). Defaults to ``'full'``.
         group_size (int): tokens per group (ignored for ``full``; a square for the 2D
             modes). Defaults to 49.
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
-        impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``. Defaults to
+        attn_impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``. Defaults to
             ``'auto'``.
-        bias_cache (DecayBiasCache, optional): memo for the additive bias (``sdpa``,
-            ``reference``) or the score_mod and padding block mask (``flex``). Defaults to
-            None (built on every call).
+        cache (GridCache, optional): memo for the additive bias (``sdpa``, ``reference``) or
+            the score_mod and padding block mask (``flex``). Defaults to None (built on
+            every call).
+        impl, bias_cache: deprecated names of ``attn_impl`` and ``cache``.
 
     Returns:
         Tensor: shape ``(B, N, heads, D)``.
     """
+    name = 'spatial_decay_attention'
+    attn_impl = renamed_argument(name, 'impl', 'attn_impl', impl,
+                                 None if attn_impl == 'auto' else attn_impl) or 'auto'
+    cache = renamed_argument(name, 'bias_cache', 'cache', bias_cache, cache)
     check_choice('decay', decay, DECAY_KINDS)
     b, n, heads, d = q.shape
     assert n == hw[0] * hw[1], f'{n} tokens do not fill a {hw} grid'
     assert log_gamma.numel() == heads
     scale = d ** -0.5 if scale is None else scale
-    impl = resolve_impl(impl, q.device, d)
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+    attn_impl = resolve_impl(attn_impl, q.device, d, needs_grad)
 
-    def to_groups(x: Tensor) -> Tensor:
-        xg = group_tokens(x.reshape(b, n, heads * d), group_size, mode, hw)  # (B, G, S, h*D)
-        g, s = xg.shape[1:3]
-        return xg.view(b, g, s, heads, d).permute(0, 3, 1, 2, 4).reshape(b, heads * g, s, d)
+    def memo(key: tuple, build):  # per-grid tables live in the stage's cache
+        if cache is None:
+            return build()
+        return cache.get(key + (tuple(hw), group_size, mode, decay, q.device), build)
+
+    def to_groups(x: Tensor) -> Tensor:  # (B, N, heads, D) -> (B, heads * G, S, D)
+        return rearrange(group_tokens(x, group_size, mode, hw), 'b g s h d -> b (h g) s d')
 
     qg, kg, vg = to_groups(q), to_groups(k), to_groups(v)
-    if impl == 'flex':
-        if q.device.type == 'cpu' and torch.is_grad_enabled() and any(
-                t.requires_grad for t in (q, k, v)):
-            raise ValueError("attn_impl='flex' has no backward on CPU in this torch; use "
-                             "attn_impl='sdpa' (or 'auto') to train on CPU")
-        def memo(key: tuple, build):  # per-grid tables live in the stage's cache
-            if bias_cache is None:
-                return build()
-            return bias_cache.memo(key + (tuple(hw), group_size, mode, q.device), build)
-
-        score_mod = memo(('flex_decay', decay),
+    if attn_impl == 'flex':
+        score_mod = memo(('flex_decay', ),
                          lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma))
         block_mask = memo(('flex_pad', heads),
                           lambda: padding_block_mask(hw, group_size, mode, heads, q.device))
         out = _flex_attention(qg, kg, vg, score_mod=score_mod, block_mask=block_mask,
                               scale=scale)
     else:
-        if bias_cache is not None:
-            bias = bias_cache.get(log_gamma, hw, group_size, mode, decay, qg.dtype)
-        else:
-            bias = decay_bias(log_gamma, grouped_distance(hw, group_size, mode, decay,
-                                                          q.device)).to(qg.dtype)
-        attn = attention_reference if impl == 'reference' else attention_sdpa
+        bias = memo(('bias', qg.dtype), lambda: decay_bias(
+            log_gamma, grouped_distance(hw, group_size, mode, decay, q.device)).to(qg.dtype))
+        attn = attention_reference if attn_impl == 'reference' else attention_sdpa
         out = attn(qg, kg, vg, bias[None], scale)
-    g, s = out.shape[1] // heads, out.shape[2]
-    out = out.view(b, heads, g, s, d).permute(0, 2, 3, 1, 4).reshape(b, g, s, heads * d)
-    return ungroup_tokens(out, n, mode, hw).view(b, n, heads, d)
+    out = rearrange(out, 'b (h g) s d -> b g s h d', h=heads)
+    return ungroup_tokens(out, n, mode, hw)
 
 
 def decomposed_decay_attention(q: Tensor,
@@ -207,7 +255,9 @@ def decomposed_decay_attention(q: Tensor,
                                v: Tensor,
                                log_gamma: Tensor,
                                scale: Optional[float] = None,
-                               impl: str = 'auto') -> Tensor:
+                               attn_impl: str = 'auto',
+                               *,
+                               impl: Optional[str] = None) -> Tensor:
     """RMT's decomposed MaSA: attention along each row, then along each column.
 
     The row pass (decay ``|dc|``) is applied to ``v``; the column pass (decay ``|dr|``) to
@@ -218,26 +268,28 @@ def decomposed_decay_attention(q: Tensor,
         q, k, v (Tensor): shape ``(B, H, W, heads, D)``.
         log_gamma (Tensor): shape ``(heads,)``.
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
-        impl (str): ``'reference'`` or ``'sdpa'`` (``'auto'`` and ``'flex'`` use SDPA).
+        attn_impl (str): ``'reference'`` or ``'sdpa'`` (``'auto'`` and ``'flex'`` use SDPA).
             Defaults to ``'auto'``.
+        impl: deprecated name of ``attn_impl``.
 
     Returns:
         Tensor: shape ``(B, H, W, heads, D)``.
     """
+    attn_impl = renamed_argument('decomposed_decay_attention', 'impl', 'attn_impl', impl,
+                                 None if attn_impl == 'auto' else attn_impl) or 'auto'
+    check_choice('attn_impl', attn_impl, ATTN_IMPLS)
     b, h, w, heads, d = q.shape
     scale = d ** -0.5 if scale is None else scale
-    impl = resolve_impl(impl, q.device)
-    attn = attention_reference if impl == 'reference' else attention_sdpa
+    attn = attention_reference if attn_impl == 'reference' else attention_sdpa
 
     def line_bias(length: int) -> Tensor:
         # 4-D: with a 3-D mask SDPA on CPU falls back to its unfused math kernel
         return line_decay_bias(length, log_gamma).to(q.dtype)[None]
 
-    # rows: sequences along W, batch over (B, H)
-    qw, kw, vw = (t.permute(0, 1, 3, 2, 4).reshape(b * h, heads, w, d) for t in (q, k, v))
-    vw = attn(qw, kw, vw, line_bias(w), scale).view(b, h, heads, w, d)
-    # columns: sequences along H, batch over (B, W)
-    qh, kh = (t.permute(0, 2, 3, 1, 4).reshape(b * w, heads, h, d) for t in (q, k))
-    vh = vw.permute(0, 3, 2, 1, 4).reshape(b * w, heads, h, d)
-    out = attn(qh, kh, vh, line_bias(h), scale).view(b, w, heads, h, d)
-    return out.permute(0, 3, 1, 2, 4)
+    # rows: sequences along W, batch over (B, H); then columns: along H, batch over (B, W)
+    qw, kw, vw = (rearrange(t, 'b h w n d -> (b h) n w d') for t in (q, k, v))
+    rows = attn(qw, kw, vw, line_bias(w), scale)
+    qh, kh = (rearrange(t, 'b h w n d -> (b w) n h d') for t in (q, k))
+    vh = rearrange(rows, '(b h) n w d -> (b w) n h d', b=b)
+    out = attn(qh, kh, vh, line_bias(h), scale)
+    return rearrange(out, '(b w) n h d -> b h w n d', b=b)

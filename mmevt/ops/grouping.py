@@ -1,62 +1,122 @@
-"""Token grouping: 1D groups (EuSA-g), 1D dilated groups (EuSA-d), 2D windows and 2D grids,
-and their exact inverses.
+"""Token grouping: the grouped layouts of a stage grid, group / ungroup and their padding.
 
-The 1D modes work on the row-major token sequence of a stage, so a group holds a fixed number
-of tokens whatever the image size; the 2D modes (``window``, ``grid``) exist for the "2D
-windows vs 1D groups" ablation. Layouts are produced with pad + view/permute only (no
-gathers), which keeps them cheap and ``torch.compile`` friendly; they match
-:func:`~mmevt.ops.decay.group_token_index` slot for slot.
+Modes (the ``mode`` of an attention layer; which tokens meet):
+
+- ``full``: one group holding all ``N = H * W`` tokens;
+- ``group`` (EuSA-g): consecutive tokens of the row-major sequence, slot (g, i) holds token
+  ``g * S + i``;
+- ``dilate`` (EuSA-d): token t is in group ``t mod G``, slot (g, i) holds token ``i * G + g``;
+- ``window``: non-overlapping ``s x s`` 2D windows (Swin's W-MSA partition);
+- ``grid``: window (a, b) holds rows ``a, a + Gh, ...`` and columns ``b, b + Gw, ...`` (the 2D
+  counterpart of ``dilate``, MaxViT's grid attention).
+
+The 1D modes hold a fixed number of tokens ``S = group_size`` whatever the image size; the 2D
+modes (``group_size = s * s``) exist for the "2D windows vs 1D groups" ablation. Every layout
+is one pad plus one ``rearrange`` (no gathers: cheap and ``torch.compile`` friendly), and the
+index table :func:`group_token_index` is that same layout applied to the token indices, so
+the two cannot disagree.
 """
+import math
 from typing import Optional, Tuple
 
+import torch
 import torch.nn.functional as F
+from einops import rearrange
 from torch import Tensor
 
-from .decay import GROUP_MODES, WINDOW_MODES, check_choice, num_groups, window_side
+from .checks import check_choice
+
+GROUP_MODES = ('full', 'group', 'dilate', 'window', 'grid')
+WINDOW_MODES = ('window', 'grid')  # 2D partitions, for the "2D windows vs 1D groups" ablation
+
+# grouped layout of each mode: (sequence or padded grid) -> (B, G, S, ...)
+_GROUP = {
+    'group': 'b (g s) ... -> b g s ...',
+    'dilate': 'b (s g) ... -> b g s ...',
+    'window': 'b (gh s1) (gw s2) ... -> b (gh gw) (s1 s2) ...',
+    'grid': 'b (s1 gh) (s2 gw) ... -> b (gh gw) (s1 s2) ...',
+}
+_UNGROUP = {mode: ' -> '.join(pattern.split(' -> ')[::-1]) for mode, pattern in _GROUP.items()}
 
 
-def _window_grid(hw: Optional[Tuple[int, int]], group_size: int, mode: str):
+def num_groups(num_tokens: int, group_size: int) -> int:
+    """Number of groups ``G = ceil(N / group_size)`` (also windows per side in 2D)."""
+    return -(-num_tokens // group_size)
+
+
+def square_side(n: int) -> Optional[int]:
+    """``s`` if ``n == s * s``, else None."""
+    side = math.isqrt(n)
+    return side if side * side == n else None
+
+
+def window_side(group_size: int, mode: str) -> int:
+    """Side of the square 2D window holding ``group_size`` tokens (``'window'``/``'grid'``).
+
+    The 2D modes keep the 1D modes' meaning of ``group_size`` (tokens that meet), so an
+    ablation swaps 1D groups of 49 for 7 x 7 windows with everything else equal.
+    """
+    side = square_side(group_size)
+    if side is None:
+        raise ValueError(f'mode {mode!r} needs a square group_size (tokens per 2D window, '
+                         f'e.g. 49 = 7x7 or 64 = 8x8), got {group_size}')
+    return side
+
+
+def _window_grid(hw: Optional[Tuple[int, int]], group_size: int,
+                 mode: str) -> Tuple[int, int, int]:
+    """``(s, Gh, Gw)``: window side and windows per column / row of the padded grid."""
     if hw is None:
         raise ValueError(f'mode {mode!r} groups a 2D grid: pass hw=(H, W)')
     s = window_side(group_size, mode)
     return s, num_groups(hw[0], s), num_groups(hw[1], s)
 
 
+def has_padding(hw: Tuple[int, int], group_size: int, mode: str) -> bool:
+    """Whether the grouped layout of an ``H x W`` grid has padded slots (plain ints, so it
+    costs nothing and never breaks a ``torch.compile`` graph)."""
+    h, w = hw
+    if mode == 'full':
+        return False
+    if mode in WINDOW_MODES:
+        s = window_side(group_size, mode)
+        return h % s != 0 or w % s != 0
+    return (h * w) % group_size != 0
+
+
 def group_tokens(x: Tensor, group_size: int, mode: str,
-                 hw: Optional[Tuple[int, int]] = None) -> Tensor:
+                 hw: Optional[Tuple[int, int]] = None, pad_value: float = 0.) -> Tensor:
     """Split a token sequence into groups.
 
     Args:
-        x (Tensor): shape ``(B, N, C)``, row-major over the grid.
+        x (Tensor): shape ``(B, N, ...)``, row-major over the grid.
         group_size (int): tokens per group ``S`` (a square for the 2D modes).
-        mode (str): ``'group'`` (consecutive tokens), ``'dilate'`` (token t in group
-            ``t mod G``), ``'window'`` (``s x s`` windows), ``'grid'`` (strided 2D windows)
-            or ``'full'`` (one group of all N tokens).
+        mode (str): one of :data:`GROUP_MODES` (see the module docstring).
         hw (tuple[int, int], optional): the grid ``(H, W)``; needed by the 2D modes.
             Defaults to None.
+        pad_value (float): value of the padded slots. Defaults to 0.
 
     Returns:
-        Tensor: shape ``(B, G, S, C)``, zero-padded (``(B, 1, N, C)`` for ``full``).
+        Tensor: shape ``(B, G, S, ...)`` (``(B, 1, N, ...)`` for ``full``).
     """
     check_choice('mode', mode, GROUP_MODES)
-    b, n, c = x.shape
     if mode == 'full':
         return x[:, None]
+    tail = x.shape[2:]
     if mode in WINDOW_MODES:
         s, gh, gw = _window_grid(hw, group_size, mode)
         h, w = hw
-        x = F.pad(x.view(b, h, w, c), (0, 0, 0, gw * s - w, 0, gh * s - h))
-        if mode == 'window':
-            x = x.view(b, gh, s, gw, s, c).permute(0, 1, 3, 2, 4, 5)
-        else:
-            x = x.view(b, s, gh, s, gw, c).permute(0, 2, 4, 1, 3, 5)
-        return x.reshape(b, gh * gw, s * s, c)
-    g = num_groups(n, group_size)
-    if g * group_size != n:
-        x = F.pad(x, (0, 0, 0, g * group_size - n))
-    if mode == 'group':
-        return x.view(b, g, group_size, c)
-    return x.view(b, group_size, g, c).transpose(1, 2)
+        x = x.reshape(x.shape[0], h, w, -1)
+        x = F.pad(x, (0, 0, 0, gw * s - w, 0, gh * s - h), value=pad_value)
+        x = rearrange(x, _GROUP[mode], s1=s, s2=s)
+    else:
+        n = x.shape[1]
+        g = num_groups(n, group_size)
+        x = x.reshape(x.shape[0], n, -1)
+        if g * group_size != n:
+            x = F.pad(x, (0, 0, 0, g * group_size - n), value=pad_value)
+        x = rearrange(x, _GROUP[mode], g=g)
+    return x.reshape(*x.shape[:3], *tail)
 
 
 def ungroup_tokens(x: Tensor, num_tokens: int, mode: str,
@@ -64,26 +124,40 @@ def ungroup_tokens(x: Tensor, num_tokens: int, mode: str,
     """Inverse of :func:`group_tokens`; padded slots are dropped.
 
     Args:
-        x (Tensor): shape ``(B, G, S, C)``.
+        x (Tensor): shape ``(B, G, S, ...)``.
         num_tokens (int): the original sequence length N.
         mode (str): the mode used to group.
         hw (tuple[int, int], optional): the grid ``(H, W)``; needed by the 2D modes.
             Defaults to None.
 
     Returns:
-        Tensor: shape ``(B, N, C)``.
+        Tensor: shape ``(B, N, ...)``.
     """
     check_choice('mode', mode, GROUP_MODES)
-    b, g, s2, c = x.shape
+    b, g, s2 = x.shape[:3]
+    if mode == 'full':
+        return x[:, 0]
     if mode in WINDOW_MODES:
         s, gh, gw = _window_grid(hw, s2, mode)
         h, w = hw
-        if mode == 'window':
-            x = x.view(b, gh, gw, s, s, c).permute(0, 1, 3, 2, 4, 5)
-        else:
-            x = x.view(b, gh, gw, s, s, c).permute(0, 3, 1, 4, 2, 5)
-        x = x.reshape(b, gh * s, gw * s, c)[:, :h, :w]
-        return x.reshape(b, num_tokens, c)
-    if mode == 'dilate':
-        x = x.transpose(1, 2)
-    return x.reshape(b, g * s2, c)[:, :num_tokens]
+        x = rearrange(x, _UNGROUP[mode], gh=gh, gw=gw, s1=s, s2=s)[:, :h, :w]
+        return x.reshape(b, num_tokens, *x.shape[3:])
+    return rearrange(x, _UNGROUP[mode])[:, :num_tokens]
+
+
+def group_token_index(hw: Tuple[int, int], group_size: int, mode: str, device=None) -> Tensor:
+    """Sequence index of every slot of the grouped layout of an ``H x W`` grid.
+
+    The layout of :func:`group_tokens` applied to the indices ``0 .. N - 1``; padded slots
+    hold ``N``.
+
+    Returns:
+        Tensor: long, shape ``(G, group_size)`` (``(1, N)`` for ``full``).
+    """
+    n = hw[0] * hw[1]
+    idx = torch.arange(n, device=device)[None, :, None]
+    return group_tokens(idx, group_size, mode, hw, pad_value=n)[0, ..., 0]
+
+
+__all__ = ['GROUP_MODES', 'WINDOW_MODES', 'num_groups', 'square_side', 'window_side',
+           'has_padding', 'group_tokens', 'ungroup_tokens', 'group_token_index']

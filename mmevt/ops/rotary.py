@@ -2,6 +2,7 @@
 from typing import Tuple
 
 import torch
+from einops import repeat
 from torch import Tensor
 
 
@@ -15,7 +16,7 @@ def rotary_sin_cos(hw: Tuple[int, int], head_dim: int, device=None) -> Tuple[Ten
         tuple[Tensor, Tensor]: ``sin`` and ``cos``, each of shape ``(N, 1, D)``, float32.
     """
     angle = 1.0 / (10000 ** torch.linspace(0, 1, head_dim // 2, device=device))
-    angle = angle[:, None].repeat(1, 2).flatten()
+    angle = repeat(angle, 'd -> (d pair)', pair=2)
     index = torch.arange(hw[0] * hw[1], device=device, dtype=torch.float32)
     phase = index[:, None] * angle[None, :]
     return phase.sin()[:, None], phase.cos()[:, None]

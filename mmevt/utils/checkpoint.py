@@ -1,4 +1,5 @@
-"""Load OpenMMLab runner checkpoints under ``torch.load(weights_only=True)``.
+"""Checkpoints: the weights inside one (:func:`unwrap_state_dict`), and OpenMMLab runner
+checkpoints loaded under ``torch.load(weights_only=True)``.
 
 torch >= 2.6 unpickles with ``weights_only=True`` by default; mmengine 0.10.7 does not
 pass ``weights_only`` and its checkpoints hold a few non-tensor objects (the message hub's
@@ -7,10 +8,28 @@ Rather than turning the safety off, this module allow-lists exactly those classe
 else (``os.system``, arbitrary callables) is still refused by torch's restricted unpickler.
 """
 import pickle
-from typing import Any, List
+from typing import Any, Dict, List, Mapping
 
 import numpy as np
 import torch
+
+
+# wrappers a checkpoint's weights come in, in the order they are looked for: OpenMMLab
+# runners save ``state_dict``, the authors' RMT / timm-style releases ``model``
+STATE_DICT_KEYS = ('state_dict', 'model')
+
+
+def unwrap_state_dict(ckpt: Mapping) -> Dict[str, Any]:
+    """The weights inside a loaded checkpoint: ``ckpt['state_dict']``, ``ckpt['model']``
+    (the first of :data:`STATE_DICT_KEYS` holding a mapping), or ``ckpt`` itself (bare).
+
+    Returns:
+        dict: parameter name -> tensor (a new dict; the tensors are not copied).
+    """
+    for key in STATE_DICT_KEYS:
+        if isinstance(ckpt.get(key), Mapping):
+            return dict(ckpt[key])
+    return dict(ckpt)
 
 
 def _numpy_globals() -> List[object]:

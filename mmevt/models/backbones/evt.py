@@ -5,7 +5,6 @@ machines without mmcv's compiled ops or any OpenMMLab toolkit.
 """
 import copy
 import logging
-import os
 import os.path as osp
 import zipfile
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -16,22 +15,15 @@ from mmengine.model import BaseModule
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from ...ops import DECAY_KINDS, DecayBiasCache
-from ...ops.decay import WINDOW_MODES, check_choice, square_side
-from ..layers import (ATTN_MODES, BiLevelRoutingAttention, ConvDownsample, ConvStem, EVTBlock,
-                      ExternalAttention, PatchEmbed, PatchMerging, SpatialDecayAttention,
-                      build_norm)
+from ...ops import DECAY_KINDS, GridCache, input_checks_enabled, square_side
+from ...ops.checks import check_choice, check_positive_int, renamed_argument
+from ...utils.checkpoint import unwrap_state_dict
+from ..layers import (MIXERS, ConvDownsample, ConvStem, EVTBlock, PatchEmbed, PatchMerging,
+                      SpatialDecayAttention, build_mixer, build_norm)
+from ..layers.mixers import mixer_type, needs_square_group, takes_arguments
 
-# Stage mixers accepted in ``mixers``; ``group_dilate`` alternates g, d, g, d, ... and
-# ``window_grid`` its 2D counterpart (ablation). ``external`` / ``routing`` (External
-# Attention, BiFormer's BRA) may be given as dicts with their own arguments, e.g.
-# ``dict(type='routing', n_win=7, topk=4)``.
-_ALTERNATING = {'group_dilate': ('group', 'dilate'), 'window_grid': WINDOW_MODES}
-_WINDOW_MIXERS = (*WINDOW_MODES, 'window_grid')  # need a square group size
-STAGE_MIXERS = ('full', 'group', 'dilate', 'group_dilate', 'window', 'grid', 'window_grid',
-                'decomposed', 'external', 'routing')
-_MIXER_MODULES = {'external': ExternalAttention, 'routing': BiLevelRoutingAttention}
 MIN_INPUT_SIZE = 32
+_LOG = logging.getLogger('mmevt')  # the ops' logger: dynamo reorders its calls
 
 _REQUIRED_KEYS = ('embed_dims', 'depths', 'num_heads')
 # Optional arch keys and their defaults; per-stage keys accept a scalar for all stages.
@@ -191,7 +183,8 @@ class EVT(BaseModule):
             ``embed_dims``, ``depths``, ``num_heads`` and optionally ``init_values``,
             ``heads_ranges``, ``mlp_ratios``, ``mixers``, ``group_sizes``,
             ``layer_scales``, ``decay``, ``use_rope``, ``drop_path_rate``, ``stem``,
-            ``cpe``, ``lepe``, ``ffn_dwconv``. Defaults to ``'evt-t'``.
+            ``cpe``, ``lepe``, ``ffn_dwconv``. Per-stage keys (plural names) take a list
+            with one value per stage or one value for all. Defaults to ``'evt-t'``.
         in_channels (int): input image channels. Defaults to 3.
         out_indices (Sequence[int]): stages whose outputs are returned (negative indices
             count from the end). Defaults to ``(0, 1, 2, 3)``.
@@ -209,23 +202,26 @@ class EVT(BaseModule):
             Defaults to ``dict(type='LN', eps=1e-6)``.
         decay (str, optional): ``'euclidean'``, ``'manhattan'`` or ``'none'`` for every
             stage. Defaults to None (the arch's).
-        mixers (str | Sequence[str | dict], optional): per-stage token mixer: ``'full'``,
-            ``'group'``, ``'dilate'``, ``'group_dilate'`` (alternating g, d, ...), the 2D
-            ``'window'``, ``'grid'`` and ``'window_grid'`` (alternating; for ablations),
-            ``'decomposed'``, ``'external'`` or ``'routing'``; the last two also as dicts
-            with their arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``.
-            Defaults to None (the arch's).
-        group_size (int | Sequence[int], optional): tokens per group, per stage (a square
+        mixers (str | Sequence[str | dict], optional): per-stage token mixer, a name in
+            :data:`~mmevt.models.layers.MIXERS`: ``'full'``, ``'group'``, ``'dilate'``,
+            ``'group_dilate'`` (alternating g, d, ...), the 2D ``'window'``, ``'grid'`` and
+            ``'window_grid'`` (alternating; for ablations), ``'decomposed'``,
+            ``'external'`` or ``'routing'``; the last two also as dicts with their
+            arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``. Defaults to None
+            (the arch's).
+        group_sizes (int | Sequence[int], optional): tokens per group, per stage (a square
             ``s * s`` for the 2D mixers). Defaults to None (the arch's).
         use_rope (bool, optional): RMT's rotary shift on q, k. Defaults to None (the
             arch's: on for RMT, off for EVT).
-        layer_scale (float | Sequence[float], optional): layer-scale init per stage, 0 for
+        layer_scales (float | Sequence[float], optional): layer-scale init per stage, 0 for
             none. Defaults to None (the arch's).
         attn_impl (str): attention path: ``'auto'``, ``'reference'``, ``'sdpa'`` or
             ``'flex'``. Defaults to ``'auto'``.
         init_cfg (dict | list[dict], optional): e.g.
             ``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``.
             Defaults to None.
+        group_size, layer_scale: deprecated names of ``group_sizes`` and ``layer_scales``
+            (warn; removed in the next release).
 
     Input ``(B, in_channels, H, W)`` with ``H, W >= 32``; output a tuple of NCHW maps with
     strides 4, 8, 16, 32 (sizes rounded up) and channels ``embed_dims[i]``.
@@ -244,18 +240,26 @@ class EVT(BaseModule):
                  out_norm_cfg: Optional[dict] = dict(type='LN', eps=1e-6),
                  decay: Optional[str] = None,
                  mixers: Optional[Union[str, Sequence[str]]] = None,
-                 group_size: Optional[Union[int, Sequence[int]]] = None,
+                 group_sizes: Optional[Union[int, Sequence[int]]] = None,
                  use_rope: Optional[bool] = None,
-                 layer_scale: Optional[Union[float, Sequence[float]]] = None,
+                 layer_scales: Optional[Union[float, Sequence[float]]] = None,
                  attn_impl: str = 'auto',
-                 init_cfg: Optional[Union[dict, List[dict]]] = None):
+                 init_cfg: Optional[Union[dict, List[dict]]] = None,
+                 group_size: Optional[Union[int, Sequence[int]]] = None,
+                 layer_scale: Optional[Union[float, Sequence[float]]] = None):
         super().__init__(init_cfg=init_cfg)
-        overrides = dict(decay=decay, mixers=mixers, group_sizes=group_size,
-                         use_rope=use_rope, layer_scales=layer_scale,
+        group_sizes = renamed_argument('EVT', 'group_size', 'group_sizes', group_size,
+                                       group_sizes)
+        layer_scales = renamed_argument('EVT', 'layer_scale', 'layer_scales', layer_scale,
+                                        layer_scales)
+        overrides = dict(decay=decay, mixers=mixers, group_sizes=group_sizes,
+                         use_rope=use_rope, layer_scales=layer_scales,
                          drop_path_rate=drop_path_rate)
         arch = resolve_arch(arch)
         arch.update({k: v for k, v in overrides.items() if v is not None})
         self.arch_settings = arch = resolve_arch(arch)
+        self.attn_impl = attn_impl
+        self._logged_paths: set = set()
         self.num_stages = len(arch['depths'])
         self.embed_dims = arch['embed_dims']
         self.in_channels = in_channels
@@ -299,18 +303,18 @@ class EVT(BaseModule):
                 raise ValueError(f'num_heads[{i}]={h!r} must be a positive int dividing '
                                  f'embed_dims[{i}]={c}')
         for i, mixer in enumerate(arch['mixers']):
-            name = mixer.get('type') if isinstance(mixer, dict) else mixer
-            if name not in STAGE_MIXERS:
-                raise ValueError(f'mixers[{i}] must be one of {list(STAGE_MIXERS)} (or a dict '
+            name = mixer_type(mixer)
+            if name not in MIXERS:
+                raise ValueError(f'mixers[{i}] must be one of {list(MIXERS)} (or a dict '
                                  f"with such a 'type'), got {mixer!r}")
-            if isinstance(mixer, dict) and len(mixer) > 1 and name not in _MIXER_MODULES:
-                raise ValueError(f'mixers[{i}]: only {list(_MIXER_MODULES)} take arguments; '
-                                 f'use group_size / decay for {name!r}, got {mixer!r}')
+            if isinstance(mixer, dict) and len(mixer) > 1 and not takes_arguments(name):
+                with_args = [m for m in MIXERS if takes_arguments(m)]
+                raise ValueError(f'mixers[{i}]: only {with_args} take arguments; '
+                                 f'use group_sizes / decay for {name!r}, got {mixer!r}')
         for i, (g, mixer) in enumerate(zip(arch['group_sizes'], arch['mixers'])):
-            if isinstance(g, bool) or not isinstance(g, int) or g <= 0:
-                raise ValueError(f'group_size[{i}] must be a positive int, got {g!r}')
-            if mixer in _WINDOW_MIXERS and square_side(g) is None:
-                raise ValueError(f'group_size[{i}]={g} must be a square (tokens per 2D '
+            check_positive_int(f'group_sizes[{i}]', g)
+            if needs_square_group(mixer_type(mixer)) and square_side(g) is None:
+                raise ValueError(f'group_sizes[{i}]={g} must be a square (tokens per 2D '
                                  f'window, e.g. 49 or 64) for mixers[{i}]={mixer!r}')
         for i, d in enumerate(arch['depths']):
             if not isinstance(d, int) or d < 1:
@@ -333,31 +337,18 @@ class EVT(BaseModule):
 
     @staticmethod
     def _make_blocks(arch: dict, i: int, dpr: List[float], attn_impl: str) -> List[EVTBlock]:
-        mixer = arch['mixers'][i]
-        kwargs = {}
-        if isinstance(mixer, dict):
-            kwargs = {k: v for k, v in mixer.items() if k != 'type'}
-            mixer = mixer['type']
-        cache = DecayBiasCache()  # shared by the stage's blocks: same grid, same rates
-        blocks = []
-        for j, drop in enumerate(dpr):
-            if mixer in _MIXER_MODULES:
-                attn = _MIXER_MODULES[mixer](arch['embed_dims'][i], arch['num_heads'][i],
-                                             **kwargs)
-            else:
-                mode = mixer
-                if mixer in _ALTERNATING:  # g, d, g, d, ... like Swin's W-MSA / SW-MSA
-                    mode = _ALTERNATING[mixer][j % 2]
-                assert mode in ATTN_MODES
-                attn = SpatialDecayAttention(
-                    arch['embed_dims'][i], arch['num_heads'][i], mode=mode,
-                    decay=arch['decay'], group_size=arch['group_sizes'][i],
-                    init_value=arch['init_values'][i], heads_range=arch['heads_ranges'][i],
-                    use_rope=arch['use_rope'], lepe=arch['lepe'], attn_impl=attn_impl,
-                    bias_cache=cache)
-            blocks.append(EVTBlock(arch['embed_dims'][i], attn, arch['mlp_ratios'][i], drop,
-                                   arch['layer_scales'][i], arch['cpe'], arch['ffn_dwconv']))
-        return blocks
+        dims = arch['embed_dims'][i]
+        attn_kwargs = dict(
+            decay=arch['decay'], group_size=arch['group_sizes'][i],
+            init_value=arch['init_values'][i], heads_range=arch['heads_ranges'][i],
+            use_rope=arch['use_rope'], lepe=arch['lepe'], attn_impl=attn_impl,
+            cache=GridCache())  # shared by the stage's blocks: same grid, same rates
+        return [
+            EVTBlock(dims, build_mixer(arch['mixers'][i], j, dims, arch['num_heads'][i],
+                                       **attn_kwargs),
+                     arch['mlp_ratios'][i], drop, arch['layer_scales'][i], arch['cpe'],
+                     arch['ffn_dwconv']) for j, drop in enumerate(dpr)
+        ]
 
     # ------------------------------------------------------------------ init / freeze
     def init_weights(self) -> None:
@@ -402,11 +393,7 @@ class EVT(BaseModule):
         except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
             raise ValueError(f'init_cfg.checkpoint {ckpt!r} is truncated or not a PyTorch '
                              f'checkpoint: {err}') from err
-        state = loaded
-        for key in ('state_dict', 'model'):
-            if isinstance(state, dict) and isinstance(state.get(key), dict):
-                state = state[key]
-                break
+        state = unwrap_state_dict(loaded)
         if prefix:
             state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
         own = self.state_dict()
@@ -461,11 +448,12 @@ class EVT(BaseModule):
         if min(x.shape[-2:]) < MIN_INPUT_SIZE:
             raise ValueError(f'EVT needs H, W >= {MIN_INPUT_SIZE} (four stride-2 levels), '
                              f'got {tuple(x.shape[-2:])}; resize or pad the input')
-        # MMEVT_DEBUG=1: catch non-finite inputs (a host sync per call, so off by default)
-        if os.environ.get('MMEVT_DEBUG', '0') not in ('', '0') and not torch.isfinite(x).all():
+        # a host sync per call, so off by default (MMEVT_DEBUG=1 or set_input_checks(True))
+        if input_checks_enabled() and not torch.isfinite(x).all():
             bad = (~torch.isfinite(x)).nonzero()[0].tolist()
             raise ValueError(f'EVT input has NaN/Inf values, first at index {bad} '
-                             f'(MMEVT_DEBUG is set)')
+                             f'(input checks are on: MMEVT_DEBUG or set_input_checks)')
+        self._log_attention_paths(x)
         x = self.stem(x).permute(0, 2, 3, 1)
         outs = []
         for i, stage in enumerate(self.stages):
@@ -474,6 +462,22 @@ class EVT(BaseModule):
                 out = getattr(self, f'norm{i}')(x)
                 outs.append(out.permute(0, 3, 1, 2).contiguous())
         return tuple(outs)
+
+    def _log_attention_paths(self, x: Tensor) -> None:
+        """Log which attention path each stage runs, once per model, device and compile state
+        (the choice is the ops' :func:`~mmevt.ops.resolve_impl`; errors are left to them)."""
+        situation = (x.device.type, torch.compiler.is_compiling())
+        if situation in self._logged_paths:
+            return
+        self._logged_paths.add(situation)
+        paths = []
+        for i, stage in enumerate(self.stages):
+            impls = dict.fromkeys(blk.attn.resolved_impl(x.device) for blk in stage.blocks
+                                  if isinstance(blk.attn, SpatialDecayAttention))
+            paths.append(f"{i}: {'/'.join(impls) or 'other mixer'}")
+        _LOG.info(f'EVT attention paths on {x.device.type}'
+                    f"{', compiled' if situation[1] else ''} (attn_impl={self.attn_impl!r}), "
+                    f"per stage: {'; '.join(paths)}")
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay (mmpretrain's

@@ -4,11 +4,12 @@ from .block import DropPath, EVTBlock, LayerScale
 from .conv import ConvDownsample, ConvNorm, ConvStem, DWConv2d, PatchEmbed, PatchMerging
 from .external import ExternalAttention
 from .ffn import ConvFFN
-from .norm import LayerNorm2d, build_norm
+from .mixers import MIXERS, build_mixer
+from .norm import build_norm
 from .routing import BiLevelRoutingAttention
 
 __all__ = [
     'ATTN_MODES', 'BiLevelRoutingAttention', 'ConvDownsample', 'ConvFFN', 'ConvNorm', 'ConvStem',
-    'DWConv2d', 'DropPath', 'EVTBlock', 'ExternalAttention', 'LayerNorm2d', 'LayerScale',
-    'PatchEmbed', 'PatchMerging', 'SpatialDecayAttention', 'build_norm'
+    'DWConv2d', 'DropPath', 'EVTBlock', 'ExternalAttention', 'LayerScale', 'MIXERS',
+    'PatchEmbed', 'PatchMerging', 'SpatialDecayAttention', 'build_mixer', 'build_norm'
 ]

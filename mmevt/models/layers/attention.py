@@ -1,15 +1,18 @@
 """Spatial-decay self-attention token mixers: EuSA (EVT) and MaSA (RMT)."""
 from typing import Optional
 
+import torch
+from einops import rearrange
 from torch import Tensor, nn
 
-from ...ops import (DECAY_KINDS, DecayBiasCache, apply_rotary, decay_log_rates,
-                    decomposed_decay_attention, rotary_sin_cos, spatial_decay_attention)
-from ...ops.attention import ATTN_IMPLS
-from ...ops.decay import WINDOW_MODES, check_choice, check_heads, window_side
+from ...ops import (ATTN_IMPLS, DECAY_KINDS, GROUP_MODES, WINDOW_MODES, GridCache,
+                    apply_rotary, decay_log_rates, decomposed_decay_attention, resolve_impl,
+                    rotary_sin_cos, spatial_decay_attention, window_side)
+from ...ops.checks import check_choice, check_heads, check_positive_int, renamed_argument
 from .conv import DWConv2d
 
-ATTN_MODES = ('full', 'group', 'dilate', 'window', 'grid', 'decomposed')
+# the grouped layouts of the ops, plus RMT's row-then-column decomposition
+ATTN_MODES = (*GROUP_MODES, 'decomposed')
 
 
 class SpatialDecayAttention(nn.Module):
@@ -39,8 +42,9 @@ class SpatialDecayAttention(nn.Module):
         lepe (bool): add LePE. Defaults to True.
         attn_impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``.
             Defaults to ``'auto'``.
-        bias_cache (DecayBiasCache, optional): cache shared by the blocks of a stage.
+        cache (GridCache, optional): per-grid cache shared by the blocks of a stage.
             Defaults to None (a private cache).
+        bias_cache (GridCache, optional): deprecated name of ``cache``.
 
     Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
     """
@@ -56,11 +60,12 @@ class SpatialDecayAttention(nn.Module):
                  use_rope: bool = False,
                  lepe: bool = True,
                  attn_impl: str = 'auto',
-                 bias_cache: Optional[DecayBiasCache] = None):
+                 cache: Optional[GridCache] = None,
+                 bias_cache: Optional[GridCache] = None):
         super().__init__()
+        cache = renamed_argument(type(self).__name__, 'bias_cache', 'cache', bias_cache, cache)
         self.head_dims = check_heads(embed_dims, num_heads)
-        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size <= 0:
-            raise ValueError(f'group_size must be a positive int, got {group_size!r}')
+        check_positive_int('group_size', group_size)
         self.mode = check_choice('mode', mode, ATTN_MODES)
         if mode in WINDOW_MODES:
             window_side(group_size, mode)
@@ -73,7 +78,7 @@ class SpatialDecayAttention(nn.Module):
         self.scale = self.head_dims ** -0.5
         self.register_buffer('log_gamma', decay_log_rates(num_heads, init_value, heads_range),
                              persistent=False)
-        self.bias_cache = bias_cache if bias_cache is not None else DecayBiasCache()
+        self.cache = cache if cache is not None else GridCache()
         self.q = nn.Linear(embed_dims, embed_dims)
         self.k = nn.Linear(embed_dims, embed_dims)
         self.v = nn.Linear(embed_dims, embed_dims)
@@ -84,25 +89,33 @@ class SpatialDecayAttention(nn.Module):
         return (f'mode={self.mode}, decay={self.decay}, heads={self.num_heads}, '
                 f'group_size={self.group_size}, use_rope={self.use_rope}')
 
+    def resolved_impl(self, device: torch.device, needs_grad: bool = False) -> str:
+        """The attention path this module runs on ``device`` (``attn_impl`` resolved)."""
+        if self.mode == 'decomposed':  # row / column passes: reference or SDPA only
+            return 'reference' if self.attn_impl == 'reference' else 'sdpa'
+        return resolve_impl(self.attn_impl, device, self.head_dims, needs_grad)
+
     def forward(self, x: Tensor) -> Tensor:
-        b, h, w, c = x.shape
-        n, heads, d = h * w, self.num_heads, self.head_dims
-        q = self.q(x).view(b, n, heads, d)
-        k = self.k(x).view(b, n, heads, d)
+        h, w = x.shape[1:3]
+        split = 'b h w (n d) -> b (h w) n d'  # heads out of the channels, tokens row-major
+        q = rearrange(self.q(x), split, n=self.num_heads)
+        k = rearrange(self.k(x), split, n=self.num_heads)
         v = self.v(x)
         lepe = self.lepe(v) if self.lepe is not None else None
-        v = v.view(b, n, heads, d)
+        v = rearrange(v, split, n=self.num_heads)
         if self.use_rope:
-            sin, cos = rotary_sin_cos((h, w), d, x.device)
+            sin, cos = rotary_sin_cos((h, w), self.head_dims, x.device)
             q, k = apply_rotary(q, sin, cos), apply_rotary(k, sin, cos)
         if self.mode == 'decomposed':
-            out = decomposed_decay_attention(*(t.view(b, h, w, heads, d) for t in (q, k, v)),
-                                             self.log_gamma, self.scale, self.attn_impl)
+            q, k, v = (rearrange(t, 'b (h w) n d -> b h w n d', h=h) for t in (q, k, v))
+            out = decomposed_decay_attention(q, k, v, self.log_gamma, self.scale,
+                                             self.attn_impl)
+            out = rearrange(out, 'b h w n d -> b h w (n d)')
         else:
             out = spatial_decay_attention(q, k, v, (h, w), self.log_gamma, self.decay,
                                           self.mode, self.group_size, self.scale,
-                                          self.attn_impl, self.bias_cache)
-        out = out.reshape(b, h, w, c)
+                                          self.attn_impl, self.cache)
+            out = rearrange(out, 'b (h w) n d -> b h w (n d)', h=h)
         if lepe is not None:
             out = out + lepe
         return self.proj(out)

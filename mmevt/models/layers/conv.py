@@ -3,6 +3,7 @@ Swin's patch embedding / merging for the EVT-Swin variants."""
 from typing import Optional
 
 import torch.nn.functional as F
+from einops import rearrange
 from torch import Tensor, nn
 
 from .norm import build_norm
@@ -105,6 +106,4 @@ class PatchMerging(nn.Module):
 
 def merge_2x2(x: Tensor) -> Tensor:
     """``(B, 2h, 2w, C) -> (B, h, w, 4C)`` in Swin's order (x00, x10, x01, x11)."""
-    b, h2, w2, c = x.shape
-    x = x.view(b, h2 // 2, 2, w2 // 2, 2, c).permute(0, 1, 3, 4, 2, 5)
-    return x.reshape(b, h2 // 2, w2 // 2, 4 * c)
+    return rearrange(x, 'b (h i) (w j) c -> b h w (j i c)', i=2, j=2)

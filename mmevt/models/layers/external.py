@@ -1,7 +1,8 @@
 """External Attention (Guo et al.): attention to two small learnable memories."""
+from einops import rearrange
 from torch import Tensor, nn
 
-from ...ops.decay import check_heads
+from ...ops.checks import check_heads
 
 
 class ExternalAttention(nn.Module):
@@ -33,9 +34,9 @@ class ExternalAttention(nn.Module):
         self.proj = nn.Linear(embed_dims, embed_dims)
 
     def forward(self, x: Tensor) -> Tensor:
-        b, h, w, c = x.shape
-        q = self.q(x).view(b, h * w, self.num_heads, c // self.num_heads).transpose(1, 2)
+        h = x.shape[1]
+        q = rearrange(self.q(x), 'b h w (n d) -> b n (h w) d', n=self.num_heads)
         attn = self.mk(q).softmax(dim=-2)  # over tokens
         attn = attn / (attn.sum(dim=-1, keepdim=True) + self.eps)  # l1 over memory slots
-        out = self.mv(attn).transpose(1, 2).reshape(b, h, w, c)
+        out = rearrange(self.mv(attn), 'b n (h w) d -> b h w (n d)', h=h)
         return self.proj(out)

@@ -4,7 +4,6 @@ mmcv's ``build_norm_layer`` is not used so the model runs where mmcv's ops are m
 """
 from typing import Optional
 
-import torch
 from torch import nn
 
 _NORMS = {
@@ -39,10 +38,3 @@ def build_norm(cfg: Optional[dict], num_features: int) -> nn.Module:
     for p in layer.parameters():
         p.requires_grad = requires_grad
     return layer
-
-
-class LayerNorm2d(nn.LayerNorm):
-    """LayerNorm over the channels of an NCHW tensor."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)

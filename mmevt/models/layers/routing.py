@@ -3,9 +3,10 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
+from einops import rearrange
 from torch import Tensor, nn
 
-from ...ops.decay import check_heads
+from ...ops.checks import check_heads
 from .conv import DWConv2d
 
 
@@ -43,15 +44,13 @@ class BiLevelRoutingAttention(nn.Module):
         self.lepe = DWConv2d(embed_dims, 5) if lepe else None
         self.proj = nn.Linear(embed_dims, embed_dims)
 
-    def _regions(self, t: Tensor, rh: int, rw: int) -> Tensor:
-        """``(B, Hp, Wp, C) -> (B, S*S, rh*rw, C)``."""
-        b, _, _, c = t.shape
-        s = self.n_win
-        t = t.view(b, s, rh, s, rw, c).permute(0, 1, 3, 2, 4, 5)
-        return t.reshape(b, s * s, rh * rw, c)
+    def _regions(self, t: Tensor) -> Tensor:
+        """``(B, Hp, Wp, C) -> (B, S*S, rh*rw, C)``: the tokens of each region."""
+        return rearrange(t, 'b (s1 rh) (s2 rw) c -> b (s1 s2) (rh rw) c', s1=self.n_win,
+                         s2=self.n_win)
 
     def forward(self, x: Tensor) -> Tensor:
-        b, h, w, c = x.shape
+        b, h, w = x.shape[:3]
         s, heads = self.n_win, self.num_heads
         q, k, v = self.qkv(x).chunk(3, dim=-1)
         lepe = self.lepe(v) if self.lepe is not None else None
@@ -61,7 +60,7 @@ class BiLevelRoutingAttention(nn.Module):
             q, k, v, valid = (F.pad(t, (0, 0, 0, pw, 0, ph)) for t in (q, k, v, valid))
         rh, rw = (h + ph) // s, (w + pw) // s
         valid = valid.expand(b, -1, -1, 1)
-        q, k, v, valid = (self._regions(t, rh, rw) for t in (q, k, v, valid))
+        q, k, v, valid = (self._regions(t) for t in (q, k, v, valid))
         # region level: mean over real tokens, affinity, top-k routing
         count = valid.sum(2).clamp(min=1)
         q_r, k_r = (q * valid).sum(2) / count, (k * valid).sum(2) / count  # (B, S*S, C)
@@ -80,16 +79,13 @@ class BiLevelRoutingAttention(nn.Module):
 
         kg, vg = routed(k), routed(v)
         key_ok = routed(valid)[..., 0]  # (B, S*S, k*n_r)
-        d, m = c // heads, b * s * s
-        qh = q.reshape(m, n_r, heads, d).transpose(1, 2)
-        kh = kg.reshape(m, topk * n_r, heads, d).transpose(1, 2)
-        vh = vg.reshape(m, topk * n_r, heads, d).transpose(1, 2)
+        split = 'b r l (n d) -> (b r) n l d'  # one attention per (image, region), per head
+        qh, kh, vh = (rearrange(t, split, n=heads) for t in (q, kg, vg))
         mask = torch.zeros_like(key_ok).masked_fill(key_ok == 0, float('-inf'))
-        out = F.scaled_dot_product_attention(qh, kh, vh, scale=self.scale,
-                                             attn_mask=mask.reshape(m, 1, 1, -1).to(qh.dtype))
-        out = out.transpose(1, 2).reshape(b, s * s, n_r, c)
-        out = out.view(b, s, s, rh, rw, c).permute(0, 1, 3, 2, 4, 5)
-        out = out.reshape(b, s * rh, s * rw, c)[:, :h, :w]
+        mask = rearrange(mask, 'b r l -> (b r) 1 1 l').to(qh.dtype)
+        out = F.scaled_dot_product_attention(qh, kh, vh, scale=self.scale, attn_mask=mask)
+        out = rearrange(out, '(b s1 s2) n (rh rw) d -> b (s1 rh) (s2 rw) (n d)', s1=s, s2=s,
+                        rh=rh)[:, :h, :w]
         if lepe is not None:
             out = out + lepe
         return self.proj(out)

@@ -1,0 +1,59 @@
+"""The per-grid cache: attention inputs built once per input size and shared by a stage."""
+import warnings
+from collections import OrderedDict
+from typing import Callable, Hashable, TypeVar
+
+T = TypeVar('T')
+
+
+class GridCache:
+    """Bounded memo of per-grid attention inputs (additive decay biases, Flex ``score_mod``
+    tables and block masks), with a single API: :meth:`get`.
+
+    One instance lives in each stage: all blocks of a stage share the decay rates and the
+    grid, so a table is built once per input size instead of once per block. Only
+    ``max_entries`` entries are kept (multi-scale training sees many sizes); the least
+    recently used goes first.
+
+    Args:
+        max_entries (int): entries kept. Defaults to 8.
+    """
+
+    _MISSING = object()
+
+    def __init__(self, max_entries: int = 8):
+        self.max_entries = max_entries
+        self._store: 'OrderedDict[Hashable, object]' = OrderedDict()
+
+    def get(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``'s result, computed once per ``key`` (None results are kept too).
+
+        The key must name everything the result depends on (grid, sizes, mode, decay,
+        device, dtype, ...).
+        """
+        value = self._store.get(key, self._MISSING)
+        if value is self._MISSING:
+            value = self._store[key] = build()
+            while len(self._store) > self.max_entries:
+                self._store.popitem(last=False)
+        else:
+            self._store.move_to_end(key)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._store
+
+
+class DecayBiasCache(GridCache):
+    """Deprecated name of :class:`GridCache` (kept one release)."""
+
+    def __init__(self, max_entries: int = 8):
+        warnings.warn('DecayBiasCache is deprecated and will be removed in the next release; '
+                      'use GridCache (one API: get(key, build))', FutureWarning, stacklevel=2)
+        super().__init__(max_entries)
+
+
+__all__ = ['GridCache', 'DecayBiasCache']
