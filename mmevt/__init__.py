@@ -17,4 +17,9 @@ from .registry import register_all_modules  # noqa: E402
 
 REGISTERED_TOOLKITS = register_all_modules()
 
+from .hub import enable_config_prefix, register_model_names  # noqa: E402
+
+enable_config_prefix()  # `_base_ = 'mmevt::...'` resolves (installed from a wheel)
+MODEL_NAMES = register_model_names()  # mmpretrain.get_model('evt-t_8xb128_in1k') etc.
+
 __all__ = ['EVT', 'RMTClsNeck', 'arch_zoo', 'register_all_modules', '__version__']

@@ -1,0 +1,24 @@
+"""Console entry points of the wheel (``[project.scripts]`` in ``pyproject.toml``).
+
+``mmevt-train CONFIG [options]`` and ``mmevt-test CONFIG CHECKPOINT [options]`` are
+``tools/train.py`` / ``tools/test.py``: they import mmevt (so ``mmevt::`` bases and EVT
+resolve), pick the toolkit from the config's ``default_scope`` and run that toolkit's own
+tool with every option it has. ``mmevt-onnx`` is ``tools/deployment/pytorch2onnx.py``.
+"""
+from .apis import run_toolkit_tool
+
+
+def train() -> None:
+    """``mmevt-train``: the toolkit's ``tools/train.py`` on an mmevt (or user) config."""
+    run_toolkit_tool('train')
+
+
+def test() -> None:
+    """``mmevt-test``: the toolkit's ``tools/test.py`` on an mmevt (or user) config."""
+    run_toolkit_tool('test')
+
+
+def onnx() -> None:
+    """``mmevt-onnx``: export to ONNX (see :mod:`mmevt.deployment`)."""
+    from .deployment import cli
+    cli()

@@ -1,0 +1,94 @@
+"""mmevt's configs as a package of the OpenMMLab hub: ``mmevt::`` config paths and the
+classification model names in mmpretrain.
+
+``import mmevt`` calls :func:`enable_config_prefix` and :func:`register_model_names`, so that
+
+- a config can inherit ``_base_ = 'mmevt::det/mask_rcnn/mask-rcnn_evt-s_fpn_1x_coco.py'``
+  and ``mmengine.hub.get_config('mmevt::cls/evt/evt-t_8xb128_in1k.py')`` works, once
+  mmevt is installed from a wheel (which carries ``mmevt/.mim/configs``, ``.mim/tools`` and
+  ``.mim/model-index.yml``: ``setup.py``);
+- ``mmpretrain.get_model('evt-t_8xb128_in1k')``, ``list_models('*evt*')`` and
+  ``ImageClassificationInferencer`` know the names of ``configs/cls/metafile.yml``.
+"""
+import os.path as osp
+import warnings
+from typing import List, Optional
+
+PACKAGE = 'mmevt'
+MODEL_INDEX = 'model-index.yml'
+
+
+def mim_root() -> Optional[str]:
+    """The directory holding ``model-index.yml`` and ``configs/``.
+
+    Returns:
+        str | None: ``<package>/.mim`` of an installed wheel, else the source checkout the
+        package was imported from (editable install or ``PYTHONPATH``), else None (a
+        wheel built without its package data).
+    """
+    pkg = osp.dirname(osp.abspath(__file__))
+    for root in (osp.join(pkg, '.mim'), osp.dirname(pkg)):
+        if osp.isfile(osp.join(root, MODEL_INDEX)) and osp.isdir(osp.join(root, 'configs')):
+            return root
+    return None
+
+
+def enable_config_prefix() -> None:
+    """Let mmengine resolve ``mmevt::<path>`` config paths.
+
+    mmengine 0.10.7 resolves ``pkg::`` only for packages listed in
+    ``mmengine.config.utils.MODULE2PACKAGE`` (module -> pip distribution name), then reads
+    ``<installed pkg>/.mim/configs/<path>``. Only an installed wheel has that directory:
+    mmengine locates it through the distribution's install location, which for an editable
+    install is site-packages, not the checkout.
+    """
+    from mmengine.config.utils import MODULE2PACKAGE
+    MODULE2PACKAGE.setdefault(PACKAGE, PACKAGE)
+
+
+def register_model_names() -> List[str]:
+    """Register ``configs/cls/metafile.yml`` (through the model index) with mmpretrain's
+    ``ModelHub``.
+
+    A no-op where mmpretrain is not installed, where the package data is absent, or where
+    the names are already registered (a second import, e.g. ``importlib.reload``):
+    ``ModelHub`` raises on a duplicate name, and mmevt must import anyway. A name taken by
+    another package is reported with a warning and mmevt's names are then left out.
+
+    Returns:
+        list[str]: the model names known to ``ModelHub`` from mmevt's index (empty when
+        nothing was registered).
+    """
+    try:
+        from mmpretrain.apis import ModelHub
+    except ImportError:
+        return []
+    root = mim_root()
+    if root is None:
+        return []
+    names = model_names(root)
+    if all(ModelHub.has(name) for name in names):
+        return names
+    try:
+        ModelHub.register_model_index(osp.join(root, MODEL_INDEX), config_prefix=root)
+    except ValueError as err:  # a name clash with models registered by someone else
+        warnings.warn(f'mmevt: model names not registered with mmpretrain: {err}')
+        return []
+    return names
+
+
+def model_names(root: str) -> List[str]:
+    """Model names listed by the metafiles that ``<root>/model-index.yml`` imports.
+
+    Args:
+        root (str): directory of ``model-index.yml`` (see :func:`mim_root`).
+
+    Returns:
+        list[str]: lower-case names, in file order.
+    """
+    from mmengine.fileio import load
+    index = load(osp.join(root, MODEL_INDEX))
+    names = []
+    for meta in index['Import']:
+        names += [m['Name'].lower() for m in load(osp.join(root, meta))['Models']]
+    return names

@@ -1,0 +1,13 @@
+#!/usr/bin/env python
+"""Export an mmevt classifier, backbone (--backbone-only) or segmentor to ONNX.
+
+Usage: python tools/deployment/pytorch2onnx.py CONFIG [CHECKPOINT] --shape H W [--shape H W]
+           [--backbone-only] [--out-dir DIR] [--overwrite] [--verify] [--benchmark ROUNDS]
+
+One file per input size, each with a dynamic batch; see mmevt/deployment.py and
+docs/deployment.md. Installed as the `mmevt-onnx` command.
+"""
+from mmevt.deployment import cli
+
+if __name__ == '__main__':
+    cli()
