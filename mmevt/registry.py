@@ -1,19 +1,22 @@
 """Register mmevt's modules into the OpenMMLab toolkits' registries.
 
 Each toolkit is optional: a machine with only torch and mmengine still builds the backbone
-from mmengine's root ``MODELS`` registry (or directly from the class).
+from mmengine's root ``MODELS`` registry (or directly from the class). Registration is
+idempotent (importing twice, or reloading mmevt, is fine), but a name another package has
+already registered with its own class (another ``EVT``) is an error, not a silent override.
 """
 import importlib
 import warnings
-from typing import Dict, List
+from typing import Dict, List, Mapping
 
 from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import Registry
 
+from .apis.launch import TOOLKITS  # the launcher picks among the same toolkits
 from .models import EVT, RMTClsNeck
 from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
                             SpatialDecayAttention)
 
-TOOLKITS = ('mmpretrain', 'mmdet', 'mmseg')
 MODULES: Dict[str, type] = {
     'EVT': EVT,
     'RMTClsNeck': RMTClsNeck,
@@ -21,6 +24,31 @@ MODULES: Dict[str, type] = {
     'ExternalAttention': ExternalAttention,
     'BiLevelRoutingAttention': BiLevelRoutingAttention,
 }
+
+
+def _same_class(a: type, b: type) -> bool:
+    # a reloaded module defines a new class object under the same qualified name
+    return a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+
+
+def register_modules(registry: Registry, modules: Mapping[str, type] = MODULES) -> None:
+    """Register ``modules`` (name -> class) into ``registry``.
+
+    Registering the same class again is a no-op; a name already taken by another class is
+    an error naming both, so two packages' ``EVT`` never silently replace each other.
+
+    Raises:
+        RuntimeError: a name is registered to a class that is not mmevt's.
+    """
+    for name, cls in modules.items():
+        existing = registry.module_dict.get(name)
+        if existing is not None and not _same_class(existing, cls):
+            raise RuntimeError(
+                f'mmevt cannot register {name!r} in the {registry.name!r} registry (scope '
+                f'{registry.scope!r}): {existing.__module__}.{existing.__qualname__} is '
+                f'already registered under that name. Two installed packages define '
+                f'{name!r}; uninstall one, or register that one under another name.')
+        registry.register_module(name=name, module=cls, force=existing is not None)
 
 
 def register_all_modules() -> List[str]:
@@ -41,11 +69,10 @@ def register_all_modules() -> List[str]:
                 warnings.warn(f'mmevt: {name} failed to import ({err}); EVT is not '
                               f'registered for {name}')
     for registry in registries:
-        for module_name, cls in MODULES.items():
-            registry.register_module(name=module_name, module=cls, force=True)
+        register_modules(registry)
     if 'mmpretrain' in done:
         from mmpretrain.registry import METRICS
 
         from .evaluation import SubsetAccuracy
-        METRICS.register_module(name='SubsetAccuracy', module=SubsetAccuracy, force=True)
+        register_modules(METRICS, {'SubsetAccuracy': SubsetAccuracy})
     return done

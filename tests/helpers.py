@@ -3,10 +3,12 @@
 Imported by test modules as ``from helpers import ...`` (pytest puts ``tests/`` on
 ``sys.path``); ``conftest.py`` keeps the fixtures only.
 """
+import importlib.util
 import os
 import os.path as osp
 import subprocess
 import sys
+from types import ModuleType
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIGS = osp.join(REPO, 'configs')
@@ -35,6 +37,16 @@ def run_tool(*args, timeout=900, env=None, check=True):
     if check and proc.returncode != 0:
         raise AssertionError(f'{args} exited {proc.returncode}:\n{proc.stdout[-6000:]}')
     return proc.stdout if check else proc
+
+
+def load_tool(rel_path: str) -> ModuleType:
+    """Import a script under ``tools/`` as a module from its path (no ``sys.path`` edits)."""
+    path = osp.join(REPO, rel_path)
+    name = 'tool_' + osp.splitext(osp.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def write_config(path, text):

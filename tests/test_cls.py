@@ -4,54 +4,8 @@ import os.path as osp
 import pytest
 import torch
 
-from helpers import CONFIGS, MIXED_MIXERS, run_tool, write_config
-
-EVT_T = osp.join(CONFIGS, 'cls', 'evt', 'evt-t_8xb128_in1k.py')
-
-
-def tiny_cls_config(data_root, work_dir, base=EVT_T):
-    return f'''
-_base_ = {base!r}
-work_dir = {work_dir!r}
-data_root = {data_root!r}
-classes = ('triangle', 'square', 'pentagon', 'hexagon', 'octagon', 'circle')
-data_preprocessor = dict(num_classes=6)
-model = dict(backbone=dict(arch='evt-test', drop_path_rate=0.1, mixers={MIXED_MIXERS}),
-             neck=dict(in_channels=128, hidden_channels=64),
-             head=dict(num_classes=6, in_channels=64))
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=64, backend='pillow', interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='RandAugment', policies='timm_increasing', num_policies=2, total_level=10,
-         magnitude_level=9, magnitude_std=0.5,
-         hparams=dict(pad_val=[104, 116, 124], interpolation='bicubic')),
-    dict(type='RandomErasing', erase_prob=0.25, mode='rand', min_area_ratio=0.02,
-         max_area_ratio=1 / 3, fill_color=[103.53, 116.28, 123.675],
-         fill_std=[57.375, 57.12, 58.395]),
-    dict(type='PackInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ResizeEdge', scale=72, edge='short', backend='pillow', interpolation='bicubic'),
-    dict(type='CenterCrop', crop_size=64),
-    dict(type='PackInputs'),
-]
-train_dataloader = dict(
-    batch_size=24, num_workers=0, persistent_workers=False,
-    dataset=dict(_delete_=True, type='CustomDataset', data_root=data_root,
-                 ann_file='meta/train.txt', data_prefix='train', classes=classes,
-                 pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=8, num_workers=0, persistent_workers=False,
-    dataset=dict(_delete_=True, type='CustomDataset', data_root=data_root,
-                 ann_file='meta/val.txt', data_prefix='val', classes=classes,
-                 pipeline=test_pipeline))
-test_dataloader = val_dataloader
-train_cfg = dict(max_epochs=1, val_interval=1)
-param_scheduler = [dict(type='ConstantLR', factor=1.0, by_epoch=False, begin=0, end=1)]
-default_hooks = dict(logger=dict(interval=1))
-'''
+from cls_tiny import EVT_T, tiny_cls_config
+from helpers import run_tool, write_config
 
 
 @pytest.fixture(scope='module')
@@ -82,18 +36,39 @@ def test_trains_and_tests_with_top1_top5(trained, tmp_path):
 @pytest.mark.e2e
 def test_inferencer_and_get_model(trained, cls_data):
     import mmevt  # noqa: F401
+    from mmengine.config import Config
+    from mmengine.dataset import Compose
+    from mmengine.registry import DefaultScope
     from mmpretrain import ImageClassificationInferencer, get_model
+    from mmpretrain.registry import TRANSFORMS
+
+    from mmevt.datasets import CLS_CLASSES
     cfg, work, _ = trained
     ckpt = osp.join(work, 'epoch_1.pth')
-    img = osp.join(cls_data, 'val', 'circle', '00000.jpg')
-    result = ImageClassificationInferencer(cfg, pretrained=ckpt, device='cpu')(img)[0]
-    assert result['pred_class'] in ('triangle', 'square', 'pentagon', 'hexagon', 'octagon',
-                                    'circle')
-    assert len(result['pred_scores']) == 6
-    model = get_model(cfg, pretrained=ckpt)
+    imgs = [osp.join(cls_data, 'val', name, '00000.jpg') for name in ('circle', 'triangle')]
+    results = ImageClassificationInferencer(cfg, pretrained=ckpt, device='cpu')(imgs)
+    model = get_model(cfg, pretrained=ckpt).eval()
     state = torch.load(ckpt, map_location='cpu')['state_dict']
     torch.testing.assert_close(model.state_dict()['backbone.stem.0.conv.weight'],
                                state['backbone.stem.0.conv.weight'])
+    # the inferencer's scores are the checkpoint's model applied to the test pipeline's
+    # output: recomputed by hand with a separately built model, they must match, and two
+    # different images must not get the same scores (a model that ignores its input would)
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        pipeline = Compose([TRANSFORMS.build(t) for t in Config.fromfile(cfg).test_pipeline])
+    scores = []
+    for img, result in zip(imgs, results):
+        data = pipeline(dict(img_path=img))
+        batch = model.data_preprocessor(dict(inputs=[data['inputs']],
+                                             data_samples=[data['data_samples']]), False)
+        with torch.no_grad():
+            expected = model(batch['inputs'], mode='tensor').softmax(-1)[0]
+        got = torch.as_tensor(result['pred_scores'])
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+        assert result['pred_label'] == int(expected.argmax())
+        assert result['pred_class'] == CLS_CLASSES[result['pred_label']]
+        scores.append(got)
+    assert not torch.allclose(scores[0], scores[1], atol=1e-4)
 
 
 def test_layer_wise_lr_decay_constructor():

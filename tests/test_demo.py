@@ -1,16 +1,14 @@
 """The demo: generated data loads in the toolkits' datasets, and a short demo learns."""
 import os.path as osp
 import re
-import sys
 
 import numpy as np
 import pytest
 import torch
 
-from helpers import REPO, run_tool
+from helpers import load_tool, run_tool
 
-sys.path.insert(0, osp.join(REPO, 'tools'))
-import demo  # noqa: E402
+demo = load_tool('tools/demo.py')
 
 
 @pytest.fixture(scope='module')

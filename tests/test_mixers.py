@@ -3,6 +3,7 @@ import pytest
 import torch
 from torch import nn
 
+from helpers import probe_loss
 from mmevt.models import EVT
 from mmevt.models.layers import BiLevelRoutingAttention, ExternalAttention
 
@@ -41,17 +42,26 @@ def test_routing_with_all_regions_equals_full_attention(hw, n_win):
     torch.testing.assert_close(bra(x), _dense_attention_with_lepe(bra, x))
 
 
-def test_routing_attends_only_to_the_topk_regions():
-    torch.manual_seed(0)
+@pytest.mark.parametrize('seed', range(4))
+def test_routing_attends_only_to_the_topk_regions(seed):
+    torch.manual_seed(seed)
     bra = BiLevelRoutingAttention(8, num_heads=1, n_win=2, topk=1, lepe=False).double()
     bra.proj = nn.Identity()
     x = torch.randn(1, 4, 4, 8, dtype=torch.float64, requires_grad=True)
     out = bra(x)
-    # the top-left query token's output depends on at most 2 regions: its routed region
-    # and (through the region mean that chose it) its own; never on all 4
+    # 2x2 regions of 2x2 tokens; the top-left token's output depends on its own query and on
+    # the keys / values of the one region routed to its region (the choice itself passes no
+    # gradient): at most 5 of the 16 tokens, in at most 2 regions
     grad, = torch.autograd.grad(out[0, 0, 0].sum(), x)
-    touched = (grad.abs().sum(-1)[0] > 0).view(2, 2, 2, 2).permute(0, 2, 1, 3).reshape(4, 4)
-    assert touched.sum() < 16
+    touched = grad.abs().sum(-1)[0] > 0  # (4, 4) tokens
+    q, k, _ = bra.qkv(x).detach().chunk(3, -1)
+    region_mean = lambda t: t[0].view(2, 2, 2, 2, 8).mean((1, 3)).reshape(4, 8)  # noqa: E731
+    routed = int((region_mean(q)[0] @ region_mean(k).t()).argmax())  # region of token (0, 0)
+    expected = torch.zeros(4, 4, dtype=torch.bool)
+    expected[2 * (routed // 2):2 * (routed // 2) + 2, 2 * (routed % 2):2 * (routed % 2) + 2] = 1
+    expected[0, 0] = True
+    assert torch.equal(touched, expected)
+    assert touched.sum() <= 5
 
 
 @pytest.mark.parametrize('module', [ExternalAttention(16, 2, 8),
@@ -73,7 +83,9 @@ def test_backbone_accepts_external_and_routing_mixers():
     assert isinstance(model.stages[1].blocks[0].attn, ExternalAttention)
     outs = model(torch.randn(1, 3, 70, 90))
     assert [o.shape[1] for o in outs] == [16, 32, 64, 128]
-    sum(o.mean() for o in outs).backward()
+    probe_loss(outs).backward()
+    for attn in (model.stages[0].blocks[0].attn, model.stages[1].blocks[0].attn):
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in attn.parameters())
     with pytest.raises(ValueError, match=r"only \['external', 'routing'\] take arguments"):
         EVT('evt-test', mixers=[dict(type='group', group_size=8)] + ['full'] * 3)
     with pytest.raises(ValueError, match=r'n_win and topk must be positive'):
@@ -82,7 +94,7 @@ def test_backbone_accepts_external_and_routing_mixers():
 
 def test_backbone_2d_window_mixers_alternate_and_match_the_1d_layout_sizes():
     model = EVT('evt-test', mixers=['window_grid', 'window', 'grid', 'full'],
-                group_size=[16, 16, 9, 16])
+                group_sizes=[16, 16, 9, 16])
     modes = [[blk.attn.mode for blk in stage.blocks] for stage in model.stages]
     assert modes == [['window'], ['window'], ['grid', 'grid'], ['full']]
     deeper = EVT(dict(embed_dims=[16, 32], depths=[3, 1], num_heads=[1, 2],
@@ -90,7 +102,9 @@ def test_backbone_2d_window_mixers_alternate_and_match_the_1d_layout_sizes():
     assert [blk.attn.mode for blk in deeper.stages[0].blocks] == ['window', 'grid', 'window']
     outs = model(torch.randn(1, 3, 45, 77))  # grids not divisible by the window sides
     assert [o.shape[2:] for o in outs] == [(12, 20), (6, 10), (3, 5), (2, 3)]
-    sum(o.mean() for o in outs).backward()
+    probe_loss(outs).backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
+    assert not missing
 
 
 def test_mixers_are_registered_in_the_toolkits():

@@ -4,7 +4,9 @@ import os
 import pytest
 import torch
 
+from helpers import REPO, run_tool
 from mmevt.models import EVT
+from mmevt.ops import input_checks_enabled, set_input_checks
 
 
 @pytest.mark.parametrize('shape', [(1, 3, 32, 2048), (3, 3, 37, 41), (1, 3, 97, 31 + 2),
@@ -21,7 +23,7 @@ def test_any_batch_and_extreme_aspect_ratios(shape):
 def test_autocast_forward_backward_stay_finite(dtype, arch):
     torch.manual_seed(0)
     # group size 61 on a 33x47 stage-1 grid: the last group is mostly padding
-    model = EVT(arch, group_size=61)
+    model = EVT(arch, group_sizes=61)
     x = torch.randn(2, 3, 129, 187) * 3
     with torch.autocast('cpu', dtype=dtype):
         outs = model(x)
@@ -39,15 +41,41 @@ def test_decay_never_makes_a_row_all_minus_inf():
         assert torch.isfinite(bias).any(-1).all()
 
 
-def test_debug_mode_rejects_nan_inputs(monkeypatch):
+def test_input_checks_switch_rejects_nan_inputs(monkeypatch):
     model = EVT('evt-test').eval()
     x = torch.randn(1, 3, 64, 64)
     x[0, 1, 5, 7] = float('nan')
-    with torch.no_grad():
-        model(x)  # off by default: no host sync on the hot path
-        monkeypatch.setenv('MMEVT_DEBUG', '1')
-        with pytest.raises(ValueError, match=r'NaN/Inf values, first at index \[0, 1, 5, 7\]'):
+    previous = set_input_checks(False)
+    try:
+        with torch.no_grad():
+            model(x)  # off: no host sync on the hot path
+            monkeypatch.setenv('MMEVT_DEBUG', '1')  # read at import only, not per forward
             model(x)
+            assert set_input_checks(True) is False and input_checks_enabled()
+            with pytest.raises(ValueError, match=r'NaN/Inf values, first at index '
+                                                 r'\[0, 1, 5, 7\]'):
+                model(x)
+            set_input_checks(False)
+            model(x)
+    finally:
+        set_input_checks(previous)
+
+
+def test_mmevt_debug_is_read_at_import(monkeypatch):
+    import importlib
+
+    import mmevt.ops.checks as checks
+    assert [checks.debug_from_env({'MMEVT_DEBUG': v}) for v in ('1', 'yes', '0', '')] == [
+        True, True, False, False]
+    assert checks.debug_from_env({}) is False
+    previous = input_checks_enabled()
+    try:
+        for value, expected in (('1', True), ('0', False)):
+            monkeypatch.setenv('MMEVT_DEBUG', value)
+            importlib.reload(checks)  # what importing mmevt in a new process does
+            assert input_checks_enabled() is expected  # the backbone's view of the switch
+    finally:
+        set_input_checks(previous)
 
 
 def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
@@ -69,7 +97,7 @@ def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ runs on the CPU
 def _deterministic_cls_config(tmp_path, cls_root, work, extra=''):
-    from test_cls import tiny_cls_config
+    from cls_tiny import tiny_cls_config
     # no random augmentation, no drop path, no batch-statistics layers: a run is a pure
     # function of the data order, so resumed and multi-process runs can match exactly
     text = tiny_cls_config(cls_root, str(work)) + '''
@@ -102,7 +130,6 @@ def _weights(ckpt):
 
 @pytest.mark.e2e
 def test_resumed_run_reaches_the_same_weights(tmp_path, cls_root):
-    from helpers import run_tool
     full = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'full')
     run_tool('tools/train.py', full, '--cfg-options', 'train_cfg.max_epochs=2')
     part = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'part')
@@ -120,7 +147,6 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
     import subprocess
     import sys
 
-    from helpers import REPO, run_tool
     single = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'single')
     run_tool('tools/train.py', single)
     dist = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'dist',

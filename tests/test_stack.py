@@ -36,7 +36,8 @@ def test_import_registers_into_every_toolkit():
     from mmdet.registry import MODELS as DET
     from mmpretrain.registry import MODELS as CLS
     from mmseg.registry import MODELS as SEG
-    assert mmevt.REGISTERED_TOOLKITS == ['mmpretrain', 'mmdet', 'mmseg']
+    assert mmevt.REGISTERED_TOOLKITS == ['mmdet', 'mmseg', 'mmpretrain']
+    assert mmevt.register_all_modules() == mmevt.REGISTERED_TOOLKITS  # again: no error
     for registry in (DET, SEG, CLS):
         model = registry.build(dict(type='EVT', arch='evt-test'))
         assert isinstance(model, mmevt.EVT)

@@ -44,13 +44,14 @@ def check_paths(device: torch.device) -> List[Dict]:
             torch.manual_seed(0)
             base = [torch.randn(2, hw[0] * hw[1], heads, d, device=device) for _ in range(3)]
             q, k, v = (t.clone().requires_grad_() for t in base)
-            ref = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 64, impl='reference')
+            ref = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 64,
+                                          attn_impl='reference')
             ref_grads = torch.autograd.grad(ref.square().sum(), (q, k, v))
             for dtype in (torch.float32, torch.bfloat16):
                 for impl in impls:
                     fn = compiled if impl == 'flex-compiled' else spatial_decay_attention
                     q, k, v = (t.to(dtype).requires_grad_() for t in base)
-                    out = fn(q, k, v, hw, lg, decay, mode, 64, impl=impl.split('-')[0])
+                    out = fn(q, k, v, hw, lg, decay, mode, 64, attn_impl=impl.split('-')[0])
                     grads = torch.autograd.grad(out.float().square().sum(), (q, k, v))
                     err = max(max_rel_err(out, ref),
                               *(max_rel_err(g, r) for g, r in zip(grads, ref_grads)))

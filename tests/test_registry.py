@@ -1,0 +1,39 @@
+"""Registration: idempotent, yet a real name collision with another package is reported."""
+import pytest
+from mmengine.registry import Registry
+
+from mmevt.models import EVT
+from mmevt.registry import MODULES, TOOLKITS, register_modules
+
+
+def test_registering_twice_is_a_no_op():
+    registry = Registry('models of a test')
+    register_modules(registry)
+    register_modules(registry)
+    assert registry.get('EVT') is EVT and set(registry.module_dict) == set(MODULES)
+
+
+def test_a_reloaded_mmevt_class_replaces_the_old_one():
+    registry = Registry('models of a test')
+    register_modules(registry)
+    reloaded = type('EVT', (EVT, ), {'__module__': EVT.__module__, '__qualname__': 'EVT'})
+    register_modules(registry, {'EVT': reloaded})
+    assert registry.get('EVT') is reloaded
+
+
+def test_another_packages_evt_is_reported_not_overridden():
+    class OtherEVT:  # e.g. another project's backbone registered as 'EVT'
+        pass
+
+    registry = Registry('models of a test')
+    registry.register_module(name='EVT', module=OtherEVT)
+    with pytest.raises(RuntimeError, match=r"cannot register 'EVT' .*test_registry\..*OtherEVT "
+                                           r'is already registered under that name'):
+        register_modules(registry)
+    assert registry.get('EVT') is OtherEVT
+
+
+def test_one_list_of_toolkits():
+    from mmevt.apis import launch
+    assert TOOLKITS is launch.TOOLKITS
+    assert set(TOOLKITS) == {'mmdet', 'mmseg', 'mmpretrain'}
