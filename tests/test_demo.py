@@ -76,43 +76,41 @@ def _losses(log):
     return [float(x) for x in re.findall(r'\(train\).*?\s+loss: ([\d.]+)', log)]
 
 
+def _learns(cfg, opts, schedule, ckpt, metric, tmp_path, test_opts=()):
+    """Train ``cfg`` on ``schedule``; the loss curve, then ``metric`` of the trained and of
+    an untrained model, both evaluated by ``tools/test.py``."""
+    work = str(tmp_path / 'train')
+    losses = _losses(run_tool('tools/train.py', cfg, '--work-dir', work, *opts, *schedule))
+
+    def evaluate(path, name):
+        log = run_tool('tools/test.py', cfg, path, '--work-dir', str(tmp_path / name), *opts,
+                       *test_opts)
+        return demo.last_metrics(log, [metric])[metric]
+
+    untrained = _untrained_checkpoint(cfg, tmp_path / 'untrained.pth')
+    return losses, evaluate(osp.join(work, ckpt), 't1'), evaluate(untrained, 't0')
+
+
 @pytest.mark.e2e
 def test_short_detection_demo_learns(demo_data, tmp_path):
-    opts = demo.det_options(demo_data)
-    work = str(tmp_path / 'det')
-    log = run_tool('tools/train.py', demo.DET_CFG, '--work-dir', work, *opts,
-                   'train_cfg.max_epochs=6', 'train_cfg.val_interval=6',
-                   'default_hooks.logger.interval=4', 'default_hooks.checkpoint.interval=6')
-    losses = _losses(log)
+    losses, trained, untrained = _learns(
+        demo.DET_CFG, demo.det_options(demo_data),
+        ['train_cfg.max_epochs=6', 'train_cfg.val_interval=6',
+         'default_hooks.logger.interval=4', 'default_hooks.checkpoint.interval=6'],
+        'epoch_6.pth', 'coco/bbox_mAP', tmp_path, ['model.test_cfg.rcnn.score_thr=0.0'])
     assert len(losses) >= 4 and losses[-1] < 0.7 * losses[0], losses
-    keep_all = ['model.test_cfg.rcnn.score_thr=0.0']
-    trained = demo.last_metrics(
-        run_tool('tools/test.py', demo.DET_CFG, osp.join(work, 'epoch_6.pth'), '--work-dir',
-                 str(tmp_path / 't1'), *opts, *keep_all), ['coco/bbox_mAP'])
-    untrained = demo.last_metrics(
-        run_tool('tools/test.py', demo.DET_CFG,
-                 _untrained_checkpoint(demo.DET_CFG, tmp_path / 'untrained.pth'),
-                 '--work-dir', str(tmp_path / 't0'), *opts, *keep_all), ['coco/bbox_mAP'])
-    assert trained['coco/bbox_mAP'] >= untrained['coco/bbox_mAP'] + 0.05, (trained, untrained)
+    assert trained >= untrained + 0.05, (trained, untrained)
 
 
 @pytest.mark.e2e
 def test_short_segmentation_demo_learns(demo_data, tmp_path):
-    opts = demo.seg_options(demo_data)
-    work = str(tmp_path / 'seg')
-    log = run_tool('tools/train.py', demo.SEG_CFG, '--work-dir', work, *opts,
-                   'train_cfg.max_iters=240', 'train_cfg.val_interval=240',
-                   'default_hooks.logger.interval=20', 'default_hooks.checkpoint.interval=240',
-                   'param_scheduler.1.end=240')
-    losses = _losses(log)
+    losses, trained, untrained = _learns(
+        demo.SEG_CFG, demo.seg_options(demo_data),
+        ['train_cfg.max_iters=240', 'train_cfg.val_interval=240',
+         'default_hooks.logger.interval=20', 'default_hooks.checkpoint.interval=240',
+         'param_scheduler.1.end=240'],
+        'iter_240.pth', 'mIoU', tmp_path)
     assert len(losses) >= 4 and losses[-1] < 0.7 * losses[0], losses
-    trained = demo.last_metrics(
-        run_tool('tools/test.py', demo.SEG_CFG, osp.join(work, 'iter_240.pth'),
-                 '--work-dir', str(tmp_path / 't1'), *opts), ['mIoU'])['mIoU']
-    untrained = demo.last_metrics(
-        run_tool('tools/test.py', demo.SEG_CFG,
-                 _untrained_checkpoint(demo.SEG_CFG, tmp_path / 'untrained.pth'),
-                 '--work-dir', str(tmp_path / 't0'), *opts), ['mIoU'])['mIoU']
     baseline = demo.background_only_miou(demo_data)
     assert trained > max(untrained, baseline) + 5, (trained, untrained, baseline)
 

@@ -22,7 +22,6 @@ from PIL import Image, ImageDraw
 SHAPE_CLASSES = ('circle', 'square', 'triangle')
 # classification: one shape per image, told apart by its number of sides
 CLS_CLASSES = ('triangle', 'square', 'pentagon', 'hexagon', 'octagon', 'circle')
-SEG_CLASSES = ('background', ) + SHAPE_CLASSES
 SPLITS = ('training', 'validation')
 
 
