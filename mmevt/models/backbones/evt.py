@@ -15,7 +15,7 @@ from mmengine.model import BaseModule
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from ...ops import DECAY_KINDS, GridCache, input_checks_enabled, square_side
+from ...ops import ATTN_IMPLS, DECAY_KINDS, GridCache, input_checks_enabled, square_side
 from ...ops.checks import check_choice, check_positive_int, renamed_argument
 from ...utils.checkpoint import unwrap_state_dict
 from ..layers import (MIXERS, ConvDownsample, ConvStem, EVTBlock, PatchEmbed, PatchMerging,
@@ -258,7 +258,7 @@ class EVT(BaseModule):
         arch = resolve_arch(arch)
         arch.update({k: v for k, v in overrides.items() if v is not None})
         self.arch_settings = arch = resolve_arch(arch)
-        self.attn_impl = attn_impl
+        self.attn_impl = check_choice('attn_impl', attn_impl, ATTN_IMPLS)
         self._logged_paths: set = set()
         self.num_stages = len(arch['depths'])
         self.embed_dims = arch['embed_dims']
