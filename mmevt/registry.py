@@ -13,13 +13,14 @@ from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import Registry
 
 from .apis.launch import TOOLKITS  # the launcher picks among the same toolkits
-from .models import EVT, RMTClsNeck
+from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
 from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
                             SpatialDecayAttention)
 
 MODULES: Dict[str, type] = {
     'EVT': EVT,
     'RMTClsNeck': RMTClsNeck,
+    'RMTTokenLabelClsHead': RMTTokenLabelClsHead,
     'SpatialDecayAttention': SpatialDecayAttention,
     'ExternalAttention': ExternalAttention,
     'BiLevelRoutingAttention': BiLevelRoutingAttention,

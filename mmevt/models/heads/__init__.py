@@ -1,0 +1,3 @@
+from .rmt_token_label_head import RMTTokenLabelClsHead
+
+__all__ = ['RMTTokenLabelClsHead']
