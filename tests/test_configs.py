@@ -6,8 +6,18 @@ import pytest
 
 from helpers import CONFIGS
 
+# configs/*/_base_/ hold shared recipe pieces (e.g. the 3x ms-crop pipeline), not models
 ALL = sorted(p for p in glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=True)
              if '_base_' not in p)
+BASES = sorted(glob.glob(osp.join(CONFIGS, '*', '_base_', '*.py')))
+
+
+def test_shared_recipe_pieces_are_used():
+    assert BASES, 'configs/det/_base_/ms-crop-3x_coco-instance.py is missing'
+    for base in BASES:
+        rel = osp.relpath(base, osp.dirname(osp.dirname(base)))  # _base_/<file>
+        users = [p for p in ALL if rel in open(p).read()]
+        assert users, f'{base} is used by no config'
 
 
 def _registry(scope):
@@ -31,7 +41,10 @@ def test_config_builds_and_channels_match(path):
     assert type(backbone).__name__ == 'EVT'
     dims = [backbone.embed_dims[i] for i in backbone.out_indices]
     if cfg.default_scope == 'mmpretrain':
-        assert model.neck.proj.in_features == dims[-1]
+        if hasattr(model.neck, 'proj'):  # the authors' RMT head
+            assert model.neck.proj.in_features == dims[-1]
+        else:  # Swin's: pooling + linear
+            assert model.head.fc.in_features == dims[-1]
     elif cfg.model.type == 'EncoderDecoder' and cfg.model.decode_head.type == 'UPerHead':
         assert list(cfg.model.decode_head.in_channels) == dims
         assert cfg.model.auxiliary_head.in_channels == dims[cfg.model.auxiliary_head.in_index]
