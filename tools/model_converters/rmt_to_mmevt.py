@@ -110,7 +110,8 @@ def main(argv=None) -> int:
                                  "('state_dict'); drop --weights")
             state = rc.unwrap_state_dict(ckpt)
             arch = rc.detect_arch(state, prefix='backbone.')
-            print(f"{args.src}: the authors' mmdet 2.x / mmseg 0.x layout, arch {arch}")
+            print(f"{args.src}: the authors' mmdet 2.x / mmseg 0.x layout, arch "
+                  f'{arch or "unknown (no mmevt rmt-* arch matches)"}')
             if model is None and not args.backbone_only:
                 raise ValueError('a detection / segmentation checkpoint needs --config: the '
                                  'mmevt config (configs/det/**/*rmt-* or configs/seg/**/'
@@ -137,9 +138,11 @@ def main(argv=None) -> int:
             arch = rc.detect_arch(probe)
             state, which, why = rc.select_weights(ckpt, args.weights, arch)
             if rc.detect_layout(state) != layout:
-                raise ValueError(f"{args.src}: '{which}' and 'model' hold different layouts")
+                raise ValueError(f"{args.src}: '{which}' is a {rc.detect_layout(state)} "
+                                 f"state dict, '{held[0]}' a {layout} one")
             kind = 'token-labelled classifier' if layout == 'cls_token_label' else 'classifier'
-            print(f"{args.src}: the authors' ImageNet {kind}, arch {arch}; converting "
+            print(f"{args.src}: the authors' ImageNet {kind}, arch "
+                  f'{arch or "unknown (no mmevt rmt-* arch matches)"}; converting '
                   f"'{which}' ({why})")
             if model is not None or arch is not None:
                 rc.check_relpos(state, model.backbone.arch_settings if model is not None
