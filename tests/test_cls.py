@@ -52,23 +52,24 @@ def test_inferencer_and_get_model(trained, cls_data):
     torch.testing.assert_close(model.state_dict()['backbone.stem.0.conv.weight'],
                                state['backbone.stem.0.conv.weight'])
     # the inferencer's scores are the checkpoint's model applied to the test pipeline's
-    # output: recomputed by hand with a separately built model, they must match, and two
-    # different images must not get the same scores (a model that ignores its input would)
+    # output: recomputed by hand with a separately built model, they must match; and two
+    # images must not give the same features (a model that ignores its input would). After
+    # one tiny epoch the scores are all near 1/6, so the features are what tells them apart
     with DefaultScope.overwrite_default_scope('mmpretrain'):
         pipeline = Compose([TRANSFORMS.build(t) for t in Config.fromfile(cfg).test_pipeline])
-    scores = []
+    feats = []
     for img, result in zip(imgs, results):
         data = pipeline(dict(img_path=img))
         batch = model.data_preprocessor(dict(inputs=[data['inputs']],
                                              data_samples=[data['data_samples']]), False)
         with torch.no_grad():
             expected = model(batch['inputs'], mode='tensor').softmax(-1)[0]
+            feats.append(model.extract_feat(batch['inputs'])[-1])
         got = torch.as_tensor(result['pred_scores'])
         torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
         assert result['pred_label'] == int(expected.argmax())
         assert result['pred_class'] == CLS_CLASSES[result['pred_label']]
-        scores.append(got)
-    assert not torch.allclose(scores[0], scores[1], atol=1e-4)
+    assert not torch.allclose(feats[0], feats[1], atol=1e-3)
 
 
 def test_layer_wise_lr_decay_constructor():
