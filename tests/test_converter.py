@@ -407,3 +407,9 @@ def test_a_dense_file_with_a_missing_head_tensor_is_refused(shapes_root, tmp_pat
     # without --config nothing could check the heads: refused, with the reason
     assert _tool_main(tmp_path / 'authors.pth', tmp_path / 'out.pth') == 2
     assert 'needs --config' in capsys.readouterr().err
+    # the backbone alone needs no config (its keys are all the authors' backbone's)
+    assert _tool_main(tmp_path / 'authors.pth', tmp_path / 'bb.pth', '--backbone-only') == 0
+    assert 'left out' in capsys.readouterr().out
+    bare = torch.load(tmp_path / 'bb.pth')['state_dict']
+    from mmevt.models import EVT
+    EVT('rmt-test', out_norm_cfg=dict(type='LN', eps=1e-5)).load_state_dict(bare, strict=True)
