@@ -294,12 +294,13 @@ def main(argv: Optional[List[str]] = None) -> List[str]:
     shapes = [check_shape(s) for s in (args.shape or [[224, 224]])]
     if args.dynamic_hw:
         raise ValueError(DYNAMIC_HW_ERROR)
-    model, kind, preprocess = load_model(args.config, args.checkpoint, args.backbone_only,
-                                         args.cfg_options)
+    kind = 'backbone' if args.backbone_only else 'model'
     outs = [osp.join(args.out_dir, default_name(args.config, kind, s)) for s in shapes]
     taken = [o for o in outs if osp.exists(o)]
-    if taken and not args.overwrite:  # before any (slow) export
+    if taken and not args.overwrite:  # before loading anything
         raise FileExistsError(f'{taken} exist; pass --overwrite to replace them')
+    model, kind, preprocess = load_model(args.config, args.checkpoint, args.backbone_only,
+                                         args.cfg_options)
     if not args.checkpoint:
         print('no checkpoint: exporting random weights (shapes and parity only)')
     print(f'{kind}; the graph takes normalised input, preprocess outside it: {preprocess}')
