@@ -1,12 +1,15 @@
-"""Attention pictures: dense attention matrices are exact; the tool writes PNGs."""
+"""Attention pictures: dense attention matrices are exact; the tool writes PNGs, on a real
+photograph by default."""
+import importlib.util
 import os.path as osp
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image
 from torch import nn
 
-from helpers import CONFIGS, run_tool
+from helpers import CONFIGS, REPO, run_tool
 from mmevt.analysis import dense_attention, visible_mask
 from mmevt.models.layers import SpatialDecayAttention
 
@@ -35,28 +38,80 @@ def test_dense_attention_reproduces_the_module(mode, decay, rope):
         assert (a[:, ~visible_mask((5, 6), attn.group_size, mode)] == 0).all()
 
 
+def _colours(path) -> int:
+    return len(np.unique(np.asarray(Image.open(path).convert('RGB')).reshape(-1, 3), axis=0))
+
+
 def _png_ok(path, min_w=200, min_h=150):
     img = Image.open(path)
     assert img.format == 'PNG' and img.width >= min_w and img.height >= min_h
-    assert len(set(img.convert('L').getdata())) > 5  # not a blank picture
+    assert _colours(path) > 5  # not a blank picture
 
 
-@pytest.mark.e2e
-def test_tool_writes_decay_groups_and_rollout_pictures(tmp_path, shapes_root):
-    run_tool('tools/visualize_attention.py', 'decay', '--grid', '9', '13', '--heads', '3',
-             '--out', str(tmp_path / 'decay.png'))
-    _png_ok(tmp_path / 'decay.png')
+def _tool():
+    """tools/visualize_attention.py as a module (its main() runs in this process)."""
+    spec = importlib.util.spec_from_file_location(
+        'visualize_attention', osp.join(REPO, 'tools', 'visualize_attention.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fit_image_crops_to_the_aspect_ratio_without_distortion():
+    from mmevt.analysis.attention_maps import fit_image, sample_photo_path
+    img = Image.new('RGB', (200, 100), (0, 255, 0))  # wide: the sides are cropped
+    img.paste((255, 0, 0), (0, 0, 50, 100))
+    img.paste((0, 0, 255), (150, 0, 200, 100))
+    out = fit_image(img, 60, 60)
+    assert out.size == (60, 60)
+    assert (np.asarray(out) == [0, 255, 0]).all()
+    tall = fit_image(Image.new('L', (50, 300)), 40, 80)  # tall: top and bottom cropped
+    assert tall.size == (80, 40) and tall.mode == 'RGB'
+    assert Image.open(sample_photo_path()).size == (512, 600)  # matplotlib's Grace Hopper
+
+
+def test_decay_and_group_pictures_on_the_photo(tmp_path, capsys):
+    tool = _tool()
+    # on matplotlib's photo by default, on a plain grid with --image none
+    tool.main(['decay', '--grid', '9', '13', '--heads', '3', '--out', str(tmp_path / 'd.png')])
+    tool.main(['decay', '--grid', '9', '13', '--heads', '3', '--image', 'none',
+               '--out', str(tmp_path / 'plain.png')])
+    _png_ok(tmp_path / 'd.png')
+    _png_ok(tmp_path / 'plain.png')
+    assert _colours(tmp_path / 'd.png') > 4 * _colours(tmp_path / 'plain.png')  # the photo
     for size in ('49', '50'):  # a square group size adds the 2D window / grid panels
-        run_tool('tools/visualize_attention.py', 'groups', '--img-size', '224', '320',
-                 '--group-size', size, '--out', str(tmp_path / f'groups{size}.png'))
+        tool.main(['groups', '--img-size', '224', '320', '--group-size', size,
+                   '--out', str(tmp_path / f'groups{size}.png')])
         _png_ok(tmp_path / f'groups{size}.png')
     widths = [Image.open(tmp_path / f'groups{size}.png').width for size in ('49', '50')]
     assert widths[0] > 1.5 * widths[1]  # 5 panels vs 3
+    # an existing picture is kept unless --overwrite
+    before = (tmp_path / 'd.png').read_bytes()
+    with pytest.raises(SystemExit, match='exists; pass --overwrite'):
+        tool.main(['decay', '--heads', '2', '--out', str(tmp_path / 'd.png')])
+    assert (tmp_path / 'd.png').read_bytes() == before
+    tool.main(['decay', '--heads', '2', '--overwrite', '--out', str(tmp_path / 'd.png')])
+    assert (tmp_path / 'd.png').read_bytes() != before
+    capsys.readouterr()
+    for args, message in ((['groups', '--group-size', '0'], '--group-size must be positive'),
+                          (['decay', '--query', '3', '20'], 'outside the 14x14 grid'),
+                          (['groups', '--stride', '16', '--query', '14', '0'],
+                           'outside the 14x14 token grid')):
+        with pytest.raises(SystemExit):
+            tool.main(args + ['--out', str(tmp_path / 'x.png')])
+        assert message in capsys.readouterr().err
+    assert not osp.exists(tmp_path / 'x.png')
+
+
+@pytest.mark.e2e
+def test_tool_draws_the_rollout_of_a_model(tmp_path, shapes_root):
     cfg = osp.join(CONFIGS, 'demo', 'mask-rcnn_evt-demo_fpn_shapes.py')
     img = osp.join(shapes_root, 'images', 'validation', '000000.jpg')
     run_tool('tools/visualize_attention.py', 'rollout', cfg, img, '--out',
              str(tmp_path / 'rollout.png'))
     _png_ok(tmp_path / 'rollout.png', min_w=500)
-    out = run_tool('tools/visualize_attention.py', 'groups', '--group-size', '0',
-                   '--out', str(tmp_path / 'x.png'), check=False)
-    assert out.returncode != 0 and '--group-size must be positive, got 0' in out.stdout
+    # no IMAGE: the photo (600 x 512, so fitted to 224 x 224 for the dense matrices)
+    log = run_tool('tools/visualize_attention.py', 'rollout', cfg, '--out',
+                   str(tmp_path / 'rollout_photo.png'))
+    assert 'grace_hopper.jpg at 224x224' in log
+    _png_ok(tmp_path / 'rollout_photo.png', min_w=500)

@@ -164,9 +164,11 @@ def plot_rollout(config, checkpoint, image, query, out, device='cpu', img_size=N
             dict(cfg.model.backbone, init_cfg=None))
     if checkpoint:
         _load_backbone(backbone, checkpoint)
-    src = Image.open(image or sample_photo_path()).convert('RGB')
+    image = image or sample_photo_path()
+    src = Image.open(image).convert('RGB')
     H, W = _rollout_size(src.size, img_size)
     pil = fit_image(src, H, W)
+    print(f'rollout of {osp.basename(config)} on {image} at {H}x{W}')
     arr = np.asarray(pil).astype(np.float32)
     mean, std = np.array([123.675, 116.28, 103.53]), np.array([58.395, 57.12, 57.375])
     x = torch.from_numpy((arr - mean) / std).permute(2, 0, 1)[None].float().to(device)
