@@ -55,6 +55,11 @@ NAME = re.compile(r'^(?P<family>[a-z-]+?)_(?P<arch>(?:evt|rmt)(?:-swin)?-[tsbl])
                   r'(?P<sched>1x|ms-3x|80k|160k)')
 
 
+def _num(x: float) -> str:
+    """1e-4 as ``1e-4``, 0.05 as ``0.05``."""
+    return f'{x:.0e}'.replace('e-0', 'e-') if 0 < x < 1e-2 else f'{x:g}'
+
+
 def recipe(cfg) -> str:
     """``lr | wd | drop path | images per GPU | warm-up | augmentation`` of a config."""
     opt = cfg.optim_wrapper.optimizer
@@ -64,7 +69,8 @@ def recipe(cfg) -> str:
     aug = ('ms-crop' if 'RandomChoice' in types else
            'multi-scale' if 'RandomChoiceResize' in types else
            'random resize + crop' if 'RandomResize' in types else 'single-scale')
-    return (f"{opt.lr:g} | {opt.weight_decay:g} | {cfg.model.backbone.drop_path_rate:g} | "
+    return (f"{_num(opt.lr)} | {_num(opt.weight_decay)} | "
+            f"{cfg.model.backbone.drop_path_rate:g} | "
             f"{cfg.train_dataloader.batch_size} | {warmup[0].end if warmup else 0} | {aug}")
 
 
