@@ -20,22 +20,23 @@ model = dict(
                      norm_cfg=dict(type='BN', requires_grad=True)))
 
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='RandomResize', scale=crop_size, ratio_range=(0.75, 1.5), keep_ratio=True),
-    dict(type='RandomCrop', crop_size=crop_size, cat_max_ratio=0.95),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackSegInputs'),
+    dict(_scope_='mmseg', type='LoadImageFromFile'),
+    dict(_scope_='mmseg', type='LoadAnnotations', reduce_zero_label=True),
+    dict(_scope_='mmseg',
+         type='RandomResize', scale=crop_size, ratio_range=(0.75, 1.5), keep_ratio=True),
+    dict(_scope_='mmseg', type='RandomCrop', crop_size=crop_size, cat_max_ratio=0.95),
+    dict(_scope_='mmseg', type='RandomFlip', prob=0.5),
+    dict(_scope_='mmseg', type='PackSegInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=crop_size, keep_ratio=True),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='PackSegInputs'),
+    dict(_scope_='mmseg', type='LoadImageFromFile'),
+    dict(_scope_='mmseg', type='Resize', scale=crop_size, keep_ratio=True),
+    dict(_scope_='mmseg', type='LoadAnnotations', reduce_zero_label=True),
+    dict(_scope_='mmseg', type='PackSegInputs'),
 ]
 # ADE20KDataset fixes its 150 class names; the same layout with our 4 classes is a
 # BaseSegDataset with ADE20K's suffixes and reduce_zero_label.
-dataset = dict(type='BaseSegDataset', data_root=data_root, metainfo=metainfo,
+dataset = dict(_scope_='mmseg', type='BaseSegDataset', data_root=data_root, metainfo=metainfo,
                img_suffix='.jpg', seg_map_suffix='.png', reduce_zero_label=True)
 train_dataloader = dict(batch_size=8, num_workers=1,
                         dataset=dict(**dataset, pipeline=train_pipeline))
@@ -47,8 +48,9 @@ max_iters = 1200
 train_cfg = dict(max_iters=max_iters, val_interval=max_iters)
 optim_wrapper = dict(optimizer=dict(lr=1e-3, weight_decay=1e-4))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=50),
-    dict(type='PolyLR', eta_min=0.0, power=0.9, begin=50, end=max_iters, by_epoch=False),
+    dict(_scope_='mmseg', type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=50),
+    dict(_scope_='mmseg',
+         type='PolyLR', eta_min=0.0, power=0.9, begin=50, end=max_iters, by_epoch=False),
 ]
 default_hooks = dict(logger=dict(interval=20),
                      checkpoint=dict(by_epoch=False, interval=max_iters),

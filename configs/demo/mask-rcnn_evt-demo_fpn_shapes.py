@@ -30,17 +30,17 @@ model = dict(
 
 img_scale = (128, 128)
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='Resize', scale=img_scale, keep_ratio=True),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PackDetInputs'),
+    dict(_scope_='mmdet', type='LoadImageFromFile'),
+    dict(_scope_='mmdet', type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(_scope_='mmdet', type='Resize', scale=img_scale, keep_ratio=True),
+    dict(_scope_='mmdet', type='RandomFlip', prob=0.5),
+    dict(_scope_='mmdet', type='PackDetInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=img_scale, keep_ratio=True),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='PackDetInputs',
+    dict(_scope_='mmdet', type='LoadImageFromFile'),
+    dict(_scope_='mmdet', type='Resize', scale=img_scale, keep_ratio=True),
+    dict(_scope_='mmdet', type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(_scope_='mmdet', type='PackDetInputs',
          meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
 ]
 train_dataloader = dict(
@@ -61,8 +61,9 @@ max_epochs = 10
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=50),
-    dict(type='CosineAnnealingLR', T_max=max_epochs, eta_min=1e-5, by_epoch=True, begin=0,
+    dict(_scope_='mmdet', type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=50),
+    dict(_scope_='mmdet',
+         type='CosineAnnealingLR', T_max=max_epochs, eta_min=1e-5, by_epoch=True, begin=0,
          end=max_epochs),
 ]
 default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=max_epochs))

@@ -8,20 +8,24 @@ load_from = 'checkpoints/evt-b_in1k.pth'  # noqa: the 224 checkpoint to start fr
 
 bgr_mean = [103.53, 116.28, 123.675]
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=384, backend='pillow', interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='RandAugment', policies='timm_increasing', num_policies=2, total_level=10,
+    dict(_scope_='mmpretrain', type='LoadImageFromFile'),
+    dict(_scope_='mmpretrain',
+         type='RandomResizedCrop', scale=384, backend='pillow', interpolation='bicubic'),
+    dict(_scope_='mmpretrain', type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(_scope_='mmpretrain',
+         type='RandAugment', policies='timm_increasing', num_policies=2, total_level=10,
          magnitude_level=9, magnitude_std=0.5,
          hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
-    dict(type='RandomErasing', erase_prob=0.25, mode='rand', min_area_ratio=0.02,
+    dict(_scope_='mmpretrain',
+         type='RandomErasing', erase_prob=0.25, mode='rand', min_area_ratio=0.02,
          max_area_ratio=1 / 3, fill_color=bgr_mean, fill_std=[57.375, 57.12, 58.395]),
-    dict(type='PackInputs'),
+    dict(_scope_='mmpretrain', type='PackInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=384, backend='pillow', interpolation='bicubic'),
-    dict(type='PackInputs'),
+    dict(_scope_='mmpretrain', type='LoadImageFromFile'),
+    dict(_scope_='mmpretrain',
+         type='Resize', scale=384, backend='pillow', interpolation='bicubic'),
+    dict(_scope_='mmpretrain', type='PackInputs'),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline),
                         sampler=dict(type='DefaultSampler', shuffle=True))
@@ -30,8 +34,9 @@ test_dataloader = val_dataloader
 
 optim_wrapper = dict(optimizer=dict(lr=4e-5, weight_decay=1e-8))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-2, by_epoch=True, end=5, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', eta_min=1e-7, by_epoch=True, begin=5),
+    dict(_scope_='mmpretrain',
+         type='LinearLR', start_factor=1e-2, by_epoch=True, end=5, convert_to_iter_based=True),
+    dict(_scope_='mmpretrain', type='CosineAnnealingLR', eta_min=1e-7, by_epoch=True, begin=5),
 ]
 train_cfg = dict(max_epochs=30)
 custom_hooks = []

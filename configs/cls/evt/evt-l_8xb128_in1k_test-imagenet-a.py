@@ -7,7 +7,9 @@ _base_ = './evt-l_8xb128_in1k.py'
 
 subset_root = 'data/imagenet-a'
 test_dataloader = dict(
-    dataset=dict(_delete_=True, type='CustomDataset', data_root=subset_root, data_prefix='',
+    dataset=dict(_scope_='mmpretrain',
+                 _delete_=True, type='CustomDataset', data_root=subset_root, data_prefix='',
                  pipeline={{_base_.test_pipeline}}))
-test_evaluator = dict(_delete_=True, type='SubsetAccuracy', subset_wnids=subset_root,
+test_evaluator = dict(_scope_='mmpretrain',
+                      _delete_=True, type='SubsetAccuracy', subset_wnids=subset_root,
                       imagenet_wnids='data/imagenet/train', topk=(1, 5))

@@ -6,6 +6,7 @@
 _base_ = './evt-l_8xb128_in1k.py'
 
 test_dataloader = dict(
-    dataset=dict(_delete_=True, type='CustomDataset', data_root='data/imagenetv2',
+    dataset=dict(_scope_='mmpretrain',
+                 _delete_=True, type='CustomDataset', data_root='data/imagenetv2',
                  ann_file='meta.txt', data_prefix='', pipeline={{_base_.test_pipeline}}))
 test_evaluator = dict(type='Accuracy', topk=(1, 5))

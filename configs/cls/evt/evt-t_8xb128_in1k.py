@@ -26,6 +26,7 @@ _base_ = [
 custom_imports = dict(imports=['mmevt'], allow_failed_imports=False)
 
 model = dict(
+    _scope_='mmpretrain',
     type='ImageClassifier',
     backbone=dict(type='EVT', arch='evt-t', out_indices=(3, ), out_norm_cfg=None,
                   drop_path_rate=0.1),
@@ -47,10 +48,12 @@ val_dataloader = dict(batch_size=128)
 test_dataloader = val_dataloader
 
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=True, end=5, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=5),
+    dict(_scope_='mmpretrain',
+         type='LinearLR', start_factor=1e-3, by_epoch=True, end=5, convert_to_iter_based=True),
+    dict(_scope_='mmpretrain', type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=5),
 ]
 custom_hooks = [
-    dict(type='EMAHook', momentum=8e-5, update_buffers=True, priority='ABOVE_NORMAL'),
+    dict(_scope_='mmpretrain',
+         type='EMAHook', momentum=8e-5, update_buffers=True, priority='ABOVE_NORMAL'),
 ]
 sync_bn = 'torch'  # BN -> SyncBN in distributed runs (no effect in a single process)

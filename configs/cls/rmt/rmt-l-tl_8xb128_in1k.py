@@ -18,11 +18,11 @@ model = dict(
 # The authors evaluate these models at crop_pct 0.96: bicubic resize of the short side to
 # int(224 / 0.96) = 233, then a 224 centre crop (the plain models use 256 -> 224).
 test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ResizeEdge', scale=233, edge='short', backend='pillow',
+    dict(_scope_='mmpretrain', type='LoadImageFromFile'),
+    dict(_scope_='mmpretrain', type='ResizeEdge', scale=233, edge='short', backend='pillow',
          interpolation='bicubic'),
-    dict(type='CenterCrop', crop_size=224),
-    dict(type='PackInputs'),
+    dict(_scope_='mmpretrain', type='CenterCrop', crop_size=224),
+    dict(_scope_='mmpretrain', type='PackInputs'),
 ]
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader

@@ -12,10 +12,10 @@
 # 36 epochs, lr x0.1 after epochs 27 and 33 (their configs' `step=[27, 33]`).
 ms_crop_scales = [(1333, short) for short in range(480, 801, 32)]  # (w, h): 480..800
 ms_crop_train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='RandomChoice',
+    dict(_scope_='mmdet', type='LoadImageFromFile'),
+    dict(_scope_='mmdet', type='LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(_scope_='mmdet', type='RandomFlip', prob=0.5),
+    dict(_scope_='mmdet', type='RandomChoice',
          transforms=[
              [dict(type='RandomChoiceResize', scales=ms_crop_scales, keep_ratio=True)],
              [dict(type='RandomChoiceResize',
@@ -24,7 +24,7 @@ ms_crop_train_pipeline = [
                    allow_negative_crop=True),
               dict(type='RandomChoiceResize', scales=ms_crop_scales, keep_ratio=True)],
          ]),
-    dict(type='PackDetInputs'),
+    dict(_scope_='mmdet', type='PackDetInputs'),
 ]
 ms_crop_max_epochs = 36
 ms_crop_milestones = [27, 33]

@@ -53,6 +53,7 @@ model = dict(
 
 train_dataloader = dict(dataset=dict(pipeline=_base_.ms_crop_train_pipeline))
 optim_wrapper = dict(
+    _scope_='mmdet',
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=4e-4, betas=(0.9, 0.999), weight_decay=0.05),
@@ -60,8 +61,9 @@ optim_wrapper = dict(
     clip_grad=None)
 train_cfg = dict(max_epochs=_base_.ms_crop_max_epochs)
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=500),
-    dict(type='MultiStepLR', begin=0, end=_base_.ms_crop_max_epochs, by_epoch=True,
+    dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=500),
+    dict(_scope_='mmdet',
+         type='MultiStepLR', begin=0, end=_base_.ms_crop_max_epochs, by_epoch=True,
          milestones=_base_.ms_crop_milestones, gamma=0.1),
 ]
 auto_scale_lr = dict(enable=False, base_batch_size=16)

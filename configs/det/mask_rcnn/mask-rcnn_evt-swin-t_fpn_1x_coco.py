@@ -10,7 +10,7 @@ model = dict(
     neck=dict(in_channels=[96, 192, 384, 768]))
 optim_wrapper = dict(optimizer=dict(lr=1e-4))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=1000),
-    dict(type='MultiStepLR', begin=0, end=12, by_epoch=True,
+    dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=1000),
+    dict(_scope_='mmdet', type='MultiStepLR', begin=0, end=12, by_epoch=True,
          milestones=[8, 11], gamma=0.1),
 ]

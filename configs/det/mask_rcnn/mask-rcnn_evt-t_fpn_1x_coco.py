@@ -35,6 +35,7 @@ model = dict(
     neck=dict(in_channels=[64, 128, 256, 512]))
 
 optim_wrapper = dict(
+    _scope_='mmdet',
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=4e-4, betas=(0.9, 0.999), weight_decay=0.05),

@@ -30,6 +30,7 @@ model = dict(
     neck=dict(in_channels=[128, 256, 512], start_level=0, add_extra_convs='on_input'))
 
 optim_wrapper = dict(
+    _scope_='mmdet',
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=4e-4, betas=(0.9, 0.999), weight_decay=1e-4),

@@ -29,13 +29,15 @@ model = dict(
     decode_head=dict(num_classes=150))
 
 optim_wrapper = dict(
+    _scope_='mmseg',
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=1e-4, betas=(0.9, 0.999), weight_decay=1e-4),
     paramwise_cfg=dict(norm_decay_mult=0.),
     clip_grad=None)
 param_scheduler = [
-    dict(type='PolyLR', eta_min=1e-6, power=0.9, begin=0, end=80000, by_epoch=False)
+    dict(_scope_='mmseg',
+         type='PolyLR', eta_min=1e-6, power=0.9, begin=0, end=80000, by_epoch=False)
 ]
 train_dataloader = dict(batch_size=2)
 val_dataloader = dict(batch_size=1)

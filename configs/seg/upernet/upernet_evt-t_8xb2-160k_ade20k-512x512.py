@@ -27,14 +27,16 @@ model = dict(
     auxiliary_head=dict(in_channels=256, in_index=2, num_classes=150))
 
 optim_wrapper = dict(
+    _scope_='mmseg',
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=6e-5, betas=(0.9, 0.999), weight_decay=0.01),
     paramwise_cfg=dict(norm_decay_mult=0.),
     clip_grad=None)
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500),
-    dict(type='PolyLR', eta_min=0.0, power=1.0, begin=1500, end=160000, by_epoch=False),
+    dict(_scope_='mmseg', type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500),
+    dict(_scope_='mmseg',
+         type='PolyLR', eta_min=0.0, power=1.0, begin=1500, end=160000, by_epoch=False),
 ]
 train_dataloader = dict(batch_size=2)
 val_dataloader = dict(batch_size=1)
