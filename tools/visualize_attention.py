@@ -32,6 +32,9 @@ from mmevt.analysis.attention_maps import fit_image, sample_photo_path  # noqa: 
 DIM = 0.22  # brightness of what a query does not see
 
 
+COLOURS = 0  # --colours: > 0 writes a palette PNG with that many colours (small files)
+
+
 def _save(fig, out: str, overwrite: bool) -> None:
     if osp.exists(out) and not overwrite:
         plt.close(fig)
@@ -39,6 +42,10 @@ def _save(fig, out: str, overwrite: bool) -> None:
     os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)
     fig.savefig(out, dpi=80, bbox_inches='tight')
     plt.close(fig)
+    if COLOURS:
+        with Image.open(out) as img:
+            small = img.convert('RGB').quantize(COLOURS, method=Image.Quantize.MEDIANCUT)
+        small.save(out, optimize=True)
     print(f'wrote {out}')
 
 
@@ -236,7 +243,15 @@ def main(argv=None):
     p.add_argument('--query', type=int, nargs=2, metavar=('Y', 'X'), help='pixel; default centre')
     p.add_argument('--out', default='work_dirs/vis/rollout.png')
     p.add_argument('--overwrite', action='store_true')
+    for p in sub.choices.values():
+        p.add_argument('--colours', type=int, default=0, metavar='N',
+                       help='palette PNG with N colours (2..256), for small files; '
+                       'default: full colour')
     args = parser.parse_args(argv)
+    if args.colours and not 2 <= args.colours <= 256:
+        parser.error(f'--colours must be in 2..256, got {args.colours}')
+    global COLOURS
+    COLOURS = args.colours
     grid = args.grid if args.cmd == 'decay' else None
     if grid and min(grid) <= 0:
         parser.error(f'--grid must be positive, got {grid}')
