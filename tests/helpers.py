@@ -39,6 +39,14 @@ def run_tool(*args, timeout=900, env=None, check=True):
     return proc.stdout if check else proc
 
 
+def load_weights(ckpt) -> dict:
+    """The weights of a checkpoint file (runner, authors' or bare layout), on the CPU."""
+    import torch
+
+    from mmevt.utils.checkpoint import unwrap_state_dict
+    return unwrap_state_dict(torch.load(ckpt, map_location='cpu'))
+
+
 def load_tool(rel_path: str) -> ModuleType:
     """Import a script under ``tools/`` as a module from its path (no ``sys.path`` edits)."""
     path = osp.join(REPO, rel_path)

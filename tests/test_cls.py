@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from cls_tiny import EVT_T, tiny_cls_config
-from helpers import run_tool, write_config
+from helpers import load_weights, run_tool, write_config
 
 
 @pytest.fixture(scope='module')
@@ -48,7 +48,7 @@ def test_inferencer_and_get_model(trained, cls_data):
     imgs = [osp.join(cls_data, 'val', name, '00000.jpg') for name in ('circle', 'triangle')]
     results = ImageClassificationInferencer(cfg, pretrained=ckpt, device='cpu')(imgs)
     model = get_model(cfg, pretrained=ckpt).eval()
-    state = torch.load(ckpt, map_location='cpu')['state_dict']
+    state = load_weights(ckpt)
     torch.testing.assert_close(model.state_dict()['backbone.stem.0.conv.weight'],
                                state['backbone.stem.0.conv.weight'])
     # the inferencer's scores are the checkpoint's model applied to the test pipeline's

@@ -4,7 +4,7 @@ import os
 import pytest
 import torch
 
-from helpers import REPO, run_tool
+from helpers import REPO, load_weights, run_tool
 from mmevt.models import EVT
 from mmevt.ops import input_checks_enabled, set_input_checks
 
@@ -124,10 +124,6 @@ def cls_root(tmp_path_factory):
     return root
 
 
-def _weights(ckpt):
-    return torch.load(ckpt, map_location='cpu')['state_dict']
-
-
 @pytest.mark.e2e
 def test_resumed_run_reaches_the_same_weights(tmp_path, cls_root):
     full = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'full')
@@ -136,7 +132,8 @@ def test_resumed_run_reaches_the_same_weights(tmp_path, cls_root):
     run_tool('tools/train.py', part)  # stops after epoch 1, as if killed after its checkpoint
     out = run_tool('tools/train.py', part, '--resume', '--cfg-options', 'train_cfg.max_epochs=2')
     assert 'resumed epoch: 1' in out
-    a, b = _weights(tmp_path / 'full' / 'epoch_2.pth'), _weights(tmp_path / 'part' / 'epoch_2.pth')
+    a = load_weights(tmp_path / 'full' / 'epoch_2.pth')
+    b = load_weights(tmp_path / 'part' / 'epoch_2.pth')
     assert a.keys() == b.keys()
     for k in a:
         torch.testing.assert_close(b[k], a[k], atol=1e-6, rtol=1e-5, msg=k)
@@ -157,8 +154,8 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert 'world_size: 2' in proc.stdout or 'Distributed launcher: pytorch' in proc.stdout
-    a = _weights(tmp_path / 'single' / 'epoch_1.pth')
-    b = _weights(tmp_path / 'dist' / 'epoch_1.pth')
+    a = load_weights(tmp_path / 'single' / 'epoch_1.pth')
+    b = load_weights(tmp_path / 'dist' / 'epoch_1.pth')
     for k in a:
         torch.testing.assert_close(b[k], a[k], atol=1e-5, rtol=1e-4, msg=k)
     # and the distributed test launcher evaluates that checkpoint
