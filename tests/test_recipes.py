@@ -51,10 +51,19 @@ def test_det_lr_weight_decay_drop_path_warmup(path):
     opt = cfg.optim_wrapper.optimizer
     assert (opt.type, opt.lr, opt.weight_decay, opt.betas) == ('AdamW', lr, wd, (0.9, 0.999))
     assert cfg.model.backbone.drop_path_rate == dp
-    # the authors exclude norms from weight decay, except in RetinaNet (their optimizer has
-    # no exclusions); Swin excludes them everywhere
-    norm_mult = cfg.optim_wrapper.get('paramwise_cfg', {}).get('norm_decay_mult')
-    assert norm_mult == (None if name.startswith('retinanet_') and 'swin' not in name else 0.)
+    # no-decay rules: the authors' Mask R-CNN ('*norm*' by name, their stem BNs decay),
+    # Cascade (every norm layer), RetinaNet (none); Swin's ('*norm*' by name)
+    paramwise = cfg.optim_wrapper.get('paramwise_cfg', {})
+    by_name = {'norm': dict(decay_mult=0.)}
+    if 'swin' in name:
+        expected = dict(custom_keys=by_name)
+    elif name.startswith('mask-rcnn_'):
+        expected = dict(custom_keys={'backbone.stem': dict(decay_mult=1.), **by_name})
+    elif name.startswith('cascade-'):
+        expected = dict(norm_decay_mult=0.)
+    else:
+        expected = {}
+    assert {k: v for k, v in paramwise.items() if k != '_delete_'} == expected
     warmup, steps = cfg.param_scheduler
     swin_warmup = 'swin' in name and not name.startswith('retinanet_')
     assert (warmup.type, warmup.end, warmup.start_factor) == (
@@ -191,3 +200,53 @@ def test_small_ms_crop_3x_trains_and_tests(shapes_root, tmp_path):
     out = run_tool('tools/test.py', cfg, osp.join(work, 'epoch_1.pth'), '--work-dir',
                    str(tmp_path / 'test'))
     assert 'coco/bbox_mAP:' in out and 'coco/segm_mAP:' in out
+
+
+def _decay_of(cfg, model):
+    """weight decay each parameter gets from the config's optim_wrapper."""
+    from mmengine.optim import build_optim_wrapper
+    wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
+    names = {id(p): n for n, p in model.named_parameters()}
+    return {names[id(p)]: g['weight_decay'] for g in wrapper.optimizer.param_groups
+            for p in g['params']}
+
+
+def test_no_decay_rules_are_the_sources():
+    import torch.nn as nn
+    from mmpretrain.registry import MODELS
+    from mmpretrain.utils import register_all_modules
+    register_all_modules()
+    # ImageNet (authors, timm's rule): no decay on 1-D tensors and biases, but layer-scale
+    # gammas decay (theirs are (1, 1, 1, C))
+    cfg = _cfg('cls/rmt/rmt-b_8xb128_in1k.py')
+    cfg.model.backbone.arch = 'rmt-test'
+    cfg.model.neck.in_channels = 128
+    wd = _decay_of(cfg, MODELS.build(cfg.model))
+    assert wd['backbone.stages.2.blocks.0.ls1.gamma'] == 0.05
+    assert wd['backbone.stages.2.blocks.0.attn.q.weight'] == 0.05
+    assert wd['backbone.stages.2.blocks.0.attn.q.bias'] == 0
+    assert wd['backbone.stem.0.norm.weight'] == wd['backbone.stages.0.blocks.0.norm1.weight'] == 0
+
+    # detection / UperNet (authors, by name '*norm*'): the stem's BNs decay like theirs
+    # (patch_embed.proj.N), block / downsampling / output norms do not; Swin: every '*norm*'
+    class Backbone(nn.Module):
+        def __init__(self):
+            super().__init__()
+            from mmevt.models import EVT
+            self.backbone = EVT('evt-test')
+    for rel, stem in [('det/mask_rcnn/mask-rcnn_rmt-s_fpn_1x_coco.py', 0.05),
+                      ('seg/upernet/upernet_rmt-s_8xb2-160k_ade20k-512x512.py', 0.01),
+                      ('det/mask_rcnn/mask-rcnn_evt-swin-t_fpn_1x_coco.py', 0),
+                      ('seg/upernet/upernet_evt-swin-t_8xb2-160k_ade20k-512x512.py', 0)]:
+        cfg = _cfg(rel)
+        wd = _decay_of(cfg, Backbone())
+        base = cfg.optim_wrapper.optimizer.weight_decay
+        assert wd['backbone.stem.0.norm.weight'] == stem, rel
+        assert wd['backbone.stages.1.downsample.norm.weight'] == 0, rel
+        assert wd['backbone.stages.1.blocks.0.norm1.weight'] == wd['backbone.norm3.bias'] == 0
+        assert wd['backbone.stages.1.blocks.0.attn.q.weight'] == base, rel
+    # Semantic FPN (authors) and RMT RetinaNet: weight decay on every parameter
+    for rel in ('seg/sem_fpn/fpn_rmt-s_8xb2-80k_ade20k-512x512.py',
+                'det/retinanet/retinanet_rmt-s_fpn_1x_coco.py'):
+        cfg = _cfg(rel)
+        assert set(_decay_of(cfg, Backbone()).values()) == {cfg.optim_wrapper.optimizer.weight_decay}

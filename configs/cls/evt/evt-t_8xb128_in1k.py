@@ -3,7 +3,7 @@
 # DeiT / Swin), which this file states for mmpretrain:
 #   AdamW lr 1e-3 at batch 1024 = 8 GPUs x 128 (their logs peak at 2e-3 with a total batch
 #   of 2048: the same lr per image), wd 0.05 with no decay on norms, biases and other 1-D
-#   params, 300 epochs, cosine to 1e-5 after 5 linear warm-up epochs from 1e-6 (their
+#   params except layer-scale gammas (below), 300 epochs, cosine to 1e-5 after 5 linear warm-up epochs from 1e-6 (their
 #   logs; mmpretrain's Swin schedule, inherited below, warms up for 20);
 #   DeiT augmentation: RandAugment rand-m9-mstd0.5-inc1, Mixup 0.8, CutMix 1.0, random
 #   erasing 0.25, label smoothing 0.1 (mmpretrain's imagenet_bs64_swin_224 data base);
@@ -57,3 +57,6 @@ custom_hooks = [
          type='EMAHook', momentum=8e-5, update_buffers=True, priority='ABOVE_NORMAL'),
 ]
 sync_bn = 'torch'  # BN -> SyncBN in distributed runs (no effect in a single process)
+# The authors' no-decay rule (timm's: 1-D tensors and biases) leaves their layer-scale
+# gammas, stored as (1, 1, 1, C), decayed; ours are 1-D, so this key decays them too.
+optim_wrapper = dict(paramwise_cfg=dict(custom_keys={'.gamma': dict(decay_mult=1.0)}))

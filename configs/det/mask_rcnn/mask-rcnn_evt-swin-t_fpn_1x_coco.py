@@ -8,7 +8,10 @@ pretrained = 'checkpoints/evt-swin-t_in1k.pth'  # noqa: your ImageNet checkpoint
 model = dict(
     backbone=dict(arch='evt-swin-t', drop_path_rate=0.2, init_cfg=dict(checkpoint=pretrained)),
     neck=dict(in_channels=[96, 192, 384, 768]))
-optim_wrapper = dict(optimizer=dict(lr=1e-4))
+optim_wrapper = dict(
+    optimizer=dict(lr=1e-4),
+    # Swin's rule, by name: no decay on parameters named '*norm*' (Swin's configs)
+    paramwise_cfg=dict(_delete_=True, custom_keys={'norm': dict(decay_mult=0.)}))
 param_scheduler = [
     dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=1000),
     dict(_scope_='mmdet', type='MultiStepLR', begin=0, end=12, by_epoch=True,

@@ -6,7 +6,7 @@
 #   (mmdet's schedule_1x, as theirs); single-scale 1333 x 800 training with flip 0.5
 #   (mmdet's coco_instance, as theirs); batch 16 = 8 GPUs x 2 images (theirs);
 #   drop path = the backbone's ImageNet value (theirs: 0.1 / 0.15 / 0.4 / 0.5 for T/S/B/L);
-#   SyncBN in the conv stem and downsampling (their model converts every BN).
+#   SyncBN in the conv stem and downsampling (their detection backbone's).
 # Differences from theirs: fp32 by default (they trained with fp16: add --amp to
 # tools/train.py); mmdet 3.3 instead of their mmdet 2.x. docs/detection.md lists each config.
 # Other total batches: pass --auto-scale-lr to scale the lr linearly (auto_scale_lr below).
@@ -39,6 +39,10 @@ optim_wrapper = dict(
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=4e-4, betas=(0.9, 0.999), weight_decay=0.05),
-    paramwise_cfg=dict(norm_decay_mult=0.),  # their custom key 'norm': decay_mult 0
+    # The authors' rule, by name: no decay on parameters named '*norm*' (their block,
+    # downsampling and output norms). Their stem's BNs are named patch_embed.proj.N and
+    # decay; ours are named stem.N.norm, hence the longer key, which matches first.
+    paramwise_cfg=dict(custom_keys={'backbone.stem': dict(decay_mult=1.),
+                                    'norm': dict(decay_mult=0.)}),
     clip_grad=None)
 auto_scale_lr = dict(enable=False, base_batch_size=16)

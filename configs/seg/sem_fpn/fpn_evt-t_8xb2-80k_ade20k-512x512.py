@@ -1,7 +1,7 @@
 # Semantic FPN with an EVT-T backbone on ADE20K, 512x512 crops, 80k iterations: the RMT
 # authors' recipe (qhfan/RMT segmentation/configs/RMT/RMT_FPN_t_1x.py and their
-# _base_/schedules/schedule_80k.py): AdamW lr 1e-4 wd 1e-4, poly decay (power 0.9) to
-# 1e-6, no warm-up. Batch 16 in total (8 GPUs x 2 images).
+# _base_/schedules/schedule_80k.py): AdamW lr 1e-4 wd 1e-4 on every parameter (their
+# optimizer has no exclusions), poly decay (power 0.9) to 1e-6, no warm-up. Batch 16 in total (8 GPUs x 2 images).
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
 # THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
@@ -33,7 +33,6 @@ optim_wrapper = dict(
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=1e-4, betas=(0.9, 0.999), weight_decay=1e-4),
-    paramwise_cfg=dict(norm_decay_mult=0.),
     clip_grad=None)
 param_scheduler = [
     dict(_scope_='mmseg',

@@ -8,3 +8,6 @@ model = dict(
     backbone=dict(arch='evt-swin-b', drop_path_rate=0.3, init_cfg=dict(checkpoint=pretrained)),
     decode_head=dict(in_channels=[128, 256, 512, 1024]),
     auxiliary_head=dict(in_channels=512))
+# Swin's rule, by name (mmseg's Swin UperNet configs): no decay on '*norm*' only
+optim_wrapper = dict(paramwise_cfg=dict(
+    _delete_=True, custom_keys={'norm': dict(decay_mult=0.)}))

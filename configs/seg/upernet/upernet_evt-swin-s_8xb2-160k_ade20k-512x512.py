@@ -8,3 +8,6 @@ model = dict(
     backbone=dict(arch='evt-swin-s', drop_path_rate=0.3, init_cfg=dict(checkpoint=pretrained)),
     decode_head=dict(in_channels=[96, 192, 384, 768]),
     auxiliary_head=dict(in_channels=384))
+# Swin's rule, by name (mmseg's Swin UperNet configs): no decay on '*norm*' only
+optim_wrapper = dict(paramwise_cfg=dict(
+    _delete_=True, custom_keys={'norm': dict(decay_mult=0.)}))

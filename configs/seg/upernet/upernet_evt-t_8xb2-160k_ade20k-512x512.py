@@ -31,7 +31,11 @@ optim_wrapper = dict(
     _delete_=True,
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=6e-5, betas=(0.9, 0.999), weight_decay=0.01),
-    paramwise_cfg=dict(norm_decay_mult=0.),
+    # The authors' rule (segmentation/configs/RMT/RMT_Uper_*_2x.py), by name: no decay
+    # on parameters named '*norm*'; their stem's BNs (patch_embed.proj.N) and the heads'
+    # BNs ('bn') decay. Ours are named stem.N.norm, hence the longer key.
+    paramwise_cfg=dict(custom_keys={'backbone.stem': dict(decay_mult=1.),
+                                    'norm': dict(decay_mult=0.)}),
     clip_grad=None)
 param_scheduler = [
     dict(_scope_='mmseg', type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500),
