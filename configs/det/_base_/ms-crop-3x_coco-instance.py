@@ -28,3 +28,13 @@ ms_crop_train_pipeline = [
 ]
 ms_crop_max_epochs = 36
 ms_crop_milestones = [27, 33]
+ms_crop_steps = dict(_scope_='mmdet', type='MultiStepLR', begin=0, end=ms_crop_max_epochs,
+              by_epoch=True, milestones=ms_crop_milestones, gamma=0.1)
+# warm-up: 500 iterations from 0.001 x lr (the RMT authors' 3x configs) or 1000 (mmdet's
+# configs/swin/mask-rcnn_swin-t-p4-w7_fpn_ms-crop-3x_coco.py, for EVT-Swin)
+ms_crop_param_scheduler = [
+    dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0,
+         end=500), ms_crop_steps]
+ms_crop_swin_param_scheduler = [
+    dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0,
+         end=1000), ms_crop_steps]

@@ -12,9 +12,4 @@ optim_wrapper = dict(
     optimizer=dict(lr=1e-4),
     # Swin's rule, by name: no decay on parameters named '*norm*' (Swin's configs)
     paramwise_cfg=dict(_delete_=True, custom_keys={'norm': dict(decay_mult=0.)}))
-param_scheduler = [
-    dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=1000),
-    dict(_scope_='mmdet',
-         type='MultiStepLR', begin=0, end=_base_.ms_crop_max_epochs, by_epoch=True,
-         milestones=_base_.ms_crop_milestones, gamma=0.1),
-]
+param_scheduler = _base_.ms_crop_swin_param_scheduler

@@ -60,10 +60,5 @@ optim_wrapper = dict(
     paramwise_cfg=dict(norm_decay_mult=0.),  # their custom key 'norm': decay_mult 0
     clip_grad=None)
 train_cfg = dict(max_epochs=_base_.ms_crop_max_epochs)
-param_scheduler = [
-    dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=500),
-    dict(_scope_='mmdet',
-         type='MultiStepLR', begin=0, end=_base_.ms_crop_max_epochs, by_epoch=True,
-         milestones=_base_.ms_crop_milestones, gamma=0.1),
-]
+param_scheduler = _base_.ms_crop_param_scheduler
 auto_scale_lr = dict(enable=False, base_batch_size=16)

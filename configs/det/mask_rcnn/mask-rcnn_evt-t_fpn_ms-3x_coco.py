@@ -7,9 +7,4 @@ _base_ = ['./mask-rcnn_evt-t_fpn_1x_coco.py', '../_base_/ms-crop-3x_coco-instanc
 
 train_dataloader = dict(dataset=dict(pipeline=_base_.ms_crop_train_pipeline))
 train_cfg = dict(max_epochs=_base_.ms_crop_max_epochs)
-param_scheduler = [
-    dict(_scope_='mmdet', type='LinearLR', start_factor=0.001, by_epoch=False, begin=0, end=500),
-    dict(_scope_='mmdet',
-         type='MultiStepLR', begin=0, end=_base_.ms_crop_max_epochs, by_epoch=True,
-         milestones=_base_.ms_crop_milestones, gamma=0.1),
-]
+param_scheduler = _base_.ms_crop_param_scheduler
