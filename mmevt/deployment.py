@@ -160,11 +160,28 @@ def export_onnx(model: nn.Module, kind: str, shape: Sequence[int], out: str,
             torch.onnx.export(wrapper, (x, ), tmp, dynamo=True, external_data=False,
                               input_names=['input'], output_names=output_names(kind, n_out),
                               dynamic_shapes={'x': {0: batch}}, verbose=False)
+        _check_dynamic_batch(tmp)
         os.replace(tmp, out)
     finally:
         if osp.exists(tmp):
             os.remove(tmp)
     return out
+
+
+def _check_dynamic_batch(onnx_file: str) -> None:
+    """Raise if the exported input's batch dimension is not symbolic.
+
+    When ``torch.export``'s non-strict trace fails, ``torch.onnx.export`` retries in strict
+    mode, which may specialise the dynamic dimensions to the example's sizes without an
+    error (seen with torch 2.14.1 when H and W were asked to be dynamic).
+    """
+    import onnx
+    dim = onnx.load(onnx_file, load_external_data=False).graph.input[0].type.tensor_type \
+        .shape.dim[0]
+    if not dim.dim_param:
+        raise RuntimeError(f'the exporter fixed the batch dimension to {dim.dim_value}; '
+                           'the model has a batch-dependent branch that torch.export '
+                           'cannot keep symbolic')
 
 
 def _as_list(outs) -> List[Tensor]:
@@ -216,6 +233,9 @@ def benchmark(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int],
               ) -> Dict[str, float]:
     """Median latency of onnxruntime and of PyTorch eager, on CPU, same thread count.
 
+    The two alternate run by run, so that load from other processes on a shared machine
+    falls on both alike.
+
     Args:
         onnx_file (str): from :func:`export_onnx`.
         model (nn.Module): the exported model.
@@ -230,8 +250,8 @@ def benchmark(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int],
         dict: ``ort_ms``, ``torch_ms`` (medians) and ``threads``.
     """
     import onnxruntime as ort
-    threads = threads or torch.get_num_threads()
-    torch.set_num_threads(threads)
+    before = torch.get_num_threads()
+    threads = threads or before
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     session = ort.InferenceSession(onnx_file, opts, providers=['CPUExecutionProvider'])
@@ -239,21 +259,20 @@ def benchmark(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int],
     wrapper = TensorMode(model, kind).eval()
     x = torch.randn(batch, 3, *shape)
     feeds = {name: x.numpy()}
-
-    def median_ms(fn) -> float:
-        for _ in range(3):
-            fn()
-        times = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(times)
-
-    with torch.inference_mode():
-        torch_ms = median_ms(lambda: wrapper(x))
-    ort_ms = median_ms(lambda: session.run(None, feeds))
-    return dict(ort_ms=ort_ms, torch_ms=torch_ms, threads=threads)
+    runs = {'torch_ms': lambda: wrapper(x), 'ort_ms': lambda: session.run(None, feeds)}
+    times: Dict[str, List[float]] = {k: [] for k in runs}
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode():
+            for i in range(3 + rounds):
+                for key, fn in runs.items():
+                    t0 = time.perf_counter()
+                    fn()
+                    if i >= 3:
+                        times[key].append((time.perf_counter() - t0) * 1e3)
+    finally:
+        torch.set_num_threads(before)  # the caller's setting, not ours
+    return dict({k: statistics.median(v) for k, v in times.items()}, threads=threads)
 
 
 def default_name(config: str, kind: str, shape: Sequence[int]) -> str:

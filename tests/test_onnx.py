@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from helpers import CONFIGS, run_tool
-from mmevt.deployment import (DYNAMIC_HW_ERROR, check_shape, export_onnx, load_model,
-                              verify_onnx)
+from mmevt.deployment import (DYNAMIC_HW_ERROR, benchmark, check_shape, export_onnx,
+                              load_model, verify_onnx)
 
 CLS = osp.join(CONFIGS, 'cls', 'evt', 'evt-t_8xb128_in1k.py')
 DET = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
@@ -44,6 +44,8 @@ def test_export_matches_pytorch_with_a_dynamic_batch(tmp_path, config, options, 
     assert [tuple(g.shape) for g in got] == out_shapes
     with pytest.raises(Exception, match='(?i)dimension|shape'):  # H, W are baked in
         session.run(None, {'input': torch.randn(1, 3, shape[0] + 32, shape[1]).numpy()})
+    timing = benchmark(out, model, kind, shape, rounds=2, threads=1)
+    assert timing['threads'] == 1 and timing['ort_ms'] > 0 and timing['torch_ms'] > 0
 
 
 def test_export_refuses_what_it_cannot_do(tmp_path):
@@ -59,6 +61,19 @@ def test_export_refuses_what_it_cannot_do(tmp_path):
     with pytest.raises(FileExistsError, match='--overwrite'):
         export_onnx(None, 'backbone', (64, 64), str(tmp_path / 'mine.onnx'))
     assert (tmp_path / 'mine.onnx').read_bytes() == b'user data'
+
+
+class BatchBranch(torch.nn.Module):
+    """A branch on the batch size: torch.onnx's strict retry fixes the batch to 2."""
+
+    def forward(self, x):
+        return (x * 2 if x.shape[0] == 2 else x - 1, )
+
+
+def test_export_refuses_a_graph_whose_batch_was_fixed(tmp_path):
+    with pytest.raises(RuntimeError, match='fixed the batch dimension to 2'):
+        export_onnx(BatchBranch(), 'backbone', (32, 32), str(tmp_path / 'b.onnx'))
+    assert list(tmp_path.iterdir()) == []  # no file, not even a temporary one
 
 
 def test_checkpoint_weights_are_exported(tmp_path):
