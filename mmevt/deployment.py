@@ -9,7 +9,7 @@ returns its logits ``(B, num_classes)``, a segmentor (e.g. Semantic FPN) the dec
 logits ``(B, num_classes, H / 4, W / 4)``, ``--backbone-only`` the backbone's feature maps.
 The data preprocessor (mean / std, BGR -> RGB) stays outside the graph; the tool prints it.
 
-torch >= 2.9's ``torch.onnx.export`` is the dynamo exporter (``torch.export`` + onnxscript),
+torch 2.14's ``torch.onnx.export`` is the dynamo exporter (``torch.export`` + onnxscript),
 so this needs the ``onnx`` and ``onnxscript`` packages; ``--verify`` / ``--benchmark`` need
 ``onnxruntime``.
 
