@@ -325,7 +325,7 @@ def _dense_case(family, shapes_root, tmp_path):
     """(config path, cfg options, built model) for a tiny rmt-test model of ``family``."""
     import mmevt  # noqa: F401
     from mmengine.config import Config
-    from mmengine.registry import init_default_scope
+    from mmengine.registry import DefaultScope
     if family in DET_BASES:
         # few proposals: random RoI heads at 256 channels are slow on CPU otherwise
         extra = ("model['test_cfg']['rpn'] = dict(nms_pre=100, max_per_img=20)\n"
@@ -345,9 +345,10 @@ def _dense_case(family, shapes_root, tmp_path):
     parser.add_argument('--o', nargs='+', action=DictAction)
     if opts:
         cfg.merge_from_dict(parser.parse_args(['--o', *opts]).o)
-    init_default_scope(scope)
     registry = importlib.import_module(f'{scope}.registry').MODELS
-    return cfg_path, opts, registry.build(cfg.model)
+    # a scoped build: a global default scope would leak into later tests' registries
+    with DefaultScope.overwrite_default_scope(scope):
+        return cfg_path, opts, registry.build(cfg.model)
 
 
 def _convert_authors_dense_model(family, shapes_root, tmp_path, capsys):

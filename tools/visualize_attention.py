@@ -28,6 +28,7 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from mmevt.analysis.attention_maps import fit_image, sample_photo_path  # noqa: E402
+from mmevt.utils.checkpoint import unwrap_state_dict  # noqa: E402
 
 DIM = 0.22  # brightness of what a query does not see
 
@@ -202,8 +203,7 @@ def plot_rollout(config, checkpoint, image, query, out, device='cpu', img_size=N
 
 def _load_backbone(backbone, checkpoint):
     """Backbone weights from a full-model or a backbone-only checkpoint."""
-    state = torch.load(checkpoint, map_location='cpu')
-    state = state.get('state_dict', state)
+    state = unwrap_state_dict(torch.load(checkpoint, map_location='cpu'))
     prefix = 'backbone.' if any(k.startswith('backbone.') for k in state) else None
     try:
         backbone.load_pretrained(checkpoint, prefix)

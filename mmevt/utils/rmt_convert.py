@@ -25,6 +25,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 import torch
 from torch import Tensor
 
+from .checkpoint import unwrap_state_dict
+
 # Authors' stem is one nn.Sequential: conv/BN pairs at 0-1, 3-4, 6-7, 9-10 (GELUs between).
 _STEM = {'0': '0.conv', '1': '0.norm', '3': '1.conv', '4': '1.norm', '6': '2.conv',
          '7': '2.norm', '9': '3.conv', '10': '3.norm'}
@@ -95,14 +97,6 @@ def load_authors_checkpoint(path: str, trust: bool = False) -> Any:
             f'builtins, argparse.Namespace and OpenMMLab metadata). Only if you trust where '
             f'the file comes from, pass --trust-checkpoint: it unpickles with '
             f'weights_only=False, which can run arbitrary code.') from err
-
-
-def unwrap_state_dict(ckpt: Mapping) -> Dict[str, Tensor]:
-    """The state dict inside a checkpoint: bare, ``{'model': ...}`` or ``{'state_dict': ...}``."""
-    for key in ('model', 'state_dict'):
-        if key in ckpt and isinstance(ckpt[key], Mapping):
-            return dict(ckpt[key])
-    return dict(ckpt)
 
 
 def detect_layout(state: Mapping[str, Tensor]) -> str:

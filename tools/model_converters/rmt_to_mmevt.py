@@ -45,7 +45,7 @@ def build_model_from_config(path: str, cfg_options: Optional[List[str]] = None
     import importlib
 
     from mmengine.config import Config, DictAction
-    from mmengine.registry import init_default_scope
+    from mmengine.registry import DefaultScope
     cfg = Config.fromfile(path)
     if cfg_options:
         parser = argparse.ArgumentParser()
@@ -55,8 +55,8 @@ def build_model_from_config(path: str, cfg_options: Optional[List[str]] = None
     if scope not in ('mmpretrain', 'mmdet', 'mmseg'):
         raise ValueError(f'--config {path}: default_scope {scope!r} is not one of mmpretrain, '
                          f'mmdet, mmseg; is it an mmevt config?')
-    init_default_scope(scope)
-    return importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model)
+    with DefaultScope.overwrite_default_scope(scope):  # leaves no global scope behind
+        return importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model)
 
 
 def main(argv=None) -> int:

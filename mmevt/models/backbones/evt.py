@@ -276,7 +276,9 @@ class EVT(BaseModule):
             self.stem = ConvStem(in_channels, dims[0], norm_cfg)
         else:
             self.stem = PatchEmbed(in_channels, dims[0])
-        dpr = torch.linspace(0, arch['drop_path_rate'], sum(arch['depths'])).tolist()
+        # on the CPU even under a meta-device context (shape-only builds)
+        dpr = torch.linspace(0, arch['drop_path_rate'], sum(arch['depths']),
+                             device='cpu').tolist()
         self.stages = nn.ModuleList()
         for i in range(self.num_stages):
             if i == 0:
