@@ -32,8 +32,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-MIN_SIZE = 32  # four stride-2 levels (EVT's MIN_INPUT_SIZE)
-TOOLKITS = ('mmpretrain', 'mmseg', 'mmdet')
+from .apis.launch import TOOLKITS
+from .models.backbones.evt import MIN_INPUT_SIZE as MIN_SIZE  # four stride-2 levels
 DYNAMIC_HW_ERROR = ('dynamic H / W cannot be exported: the stages choose their decay bias '
                     'cache and the padding of a partial last group from the concrete grid '
                     'size; export one file per input size (--shape H W, repeatable), each '

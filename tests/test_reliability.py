@@ -107,6 +107,9 @@ model['head']['in_channels'] = 128
 model['train_cfg'] = None
 train_dataloader['batch_size'] = 4
 train_dataloader['dataset']['pipeline'] = test_pipeline
+# the ImageNet recipe's RepeatAugSampler gives each process its own share of repeated
+# samples, so a 2-process epoch is not the 1-process one: compare with plain sampling
+train_dataloader['sampler'] = dict(type='DefaultSampler', shuffle=True)
 randomness = dict(seed=0, deterministic=True)
 env_cfg = dict(dist_cfg=dict(backend='gloo'))
 model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
