@@ -14,6 +14,7 @@ from det_tiny import CASCADE_OPTS, tiny_det_config
 from helpers import CONFIGS, load_tool, run_tool, write_config
 from rmt_reference import (authors_dense_checkpoint, authors_head_keys, authors_state_dict,
                            rmt_reference_dense_features, rmt_reference_logits)
+from seg_tiny import tiny_seg_config
 
 # rmt-test in the authors' terms (mmevt.models.backbones.evt.arch_zoo['rmt-test'])
 TINY = dict(embed_dims=[16, 32, 64, 128], depths=[1, 2, 2, 1], num_heads=[1, 2, 4, 4],
@@ -287,31 +288,8 @@ test_dataloader = val_dataloader
     assert 'Epoch(test) [3/3]' in log and 'accuracy/top1:' in log
 
 
-def _tiny_seg_config(family, data_root, work_dir):
-    base = {'sem_fpn': 'sem_fpn/fpn_rmt-t_8xb2-80k_ade20k-512x512.py',
-            'upernet': 'upernet/upernet_rmt-s_8xb2-160k_ade20k-512x512.py'}[family]
-    heads = {'sem_fpn': "neck=dict(in_channels=[16, 32, 64, 128], out_channels=32),\n"
-                        "    decode_head=dict(in_channels=[32] * 4, channels=32)",
-             'upernet': "decode_head=dict(in_channels=[16, 32, 64, 128], channels=32),\n"
-                        "    auxiliary_head=dict(in_channels=64, channels=32)"}[family]
-    return f'''
-_base_ = {osp.join(CONFIGS, 'seg', base)!r}
-work_dir = {work_dir!r}
-data_root = {data_root + '/'!r}
-model = dict(
-    data_preprocessor=dict(size=(64, 64)),
-    backbone=dict(arch='rmt-test', init_cfg=None),
-    {heads})
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=(128, 96), keep_ratio=True),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='PackSegInputs'),
-]
-val_dataloader = dict(batch_size=1, num_workers=0, persistent_workers=False,
-                      dataset=dict(data_root=data_root, pipeline=test_pipeline))
-test_dataloader = val_dataloader
-'''
+SEG_BASES = {'sem_fpn': 'sem_fpn/fpn_rmt-t_8xb2-80k_ade20k-512x512.py',
+             'upernet': 'upernet/upernet_rmt-s_8xb2-160k_ade20k-512x512.py'}
 
 
 DET_BASES = {
@@ -336,8 +314,9 @@ def _dense_case(family, shapes_root, tmp_path):
                                extra=extra)
         scope, opts = 'mmdet', CASCADE_OPTS[1:] if family == 'cascade' else []
     else:
-        text, scope, opts = _tiny_seg_config(family, shapes_root, str(tmp_path / 'work')), \
-            'mmseg', []
+        text = tiny_seg_config(osp.join(CONFIGS, 'seg', SEG_BASES[family]), shapes_root,
+                               str(tmp_path / 'work'), family, arch='rmt-test')
+        scope, opts = 'mmseg', []
     cfg_path = write_config(tmp_path / f'{family}.py', text)
     cfg = Config.fromfile(cfg_path)
     from mmengine.config import DictAction  # same overrides as the tools get

@@ -5,6 +5,7 @@ import os.path as osp
 import pytest
 
 from helpers import CONFIGS, MIXED_MIXERS, run_tool, write_config
+from seg_tiny import tiny_seg_config
 
 pytestmark = pytest.mark.e2e  # every test here runs the tools in a subprocess
 
@@ -12,53 +13,8 @@ BASES = {
     'sem_fpn': osp.join(CONFIGS, 'seg', 'sem_fpn', 'fpn_evt-t_8xb2-80k_ade20k-512x512.py'),
     'upernet': osp.join(CONFIGS, 'seg', 'upernet', 'upernet_evt-t_8xb2-160k_ade20k-512x512.py'),
 }
-HEADS = {
-    'sem_fpn': "neck=dict(in_channels=[16, 32, 64, 128], out_channels=32),\n"
-               "    decode_head=dict(in_channels=[32] * 4, channels=32, norm_cfg=norm_cfg)",
-    'upernet': "decode_head=dict(in_channels=[16, 32, 64, 128], channels=32, "
-               "norm_cfg=norm_cfg),\n"
-               "    auxiliary_head=dict(in_channels=64, channels=32, norm_cfg=norm_cfg)",
-}
 # UperNet runs the alternative token mixers (routing / external / 2D windows)
 MIXERS = {'sem_fpn': 'None', 'upernet': MIXED_MIXERS}
-
-
-def tiny_seg_config(family, data_root, work_dir):
-    return f'''
-_base_ = {BASES[family]!r}
-work_dir = {work_dir!r}
-data_root = {data_root + '/'!r}
-crop_size = (64, 64)
-norm_cfg = dict(type='BN', requires_grad=True)
-model = dict(
-    data_preprocessor=dict(size=crop_size),
-    backbone=dict(arch='evt-test', norm_cfg=dict(type='BN'), init_cfg=None,
-                  mixers={MIXERS[family]}),
-    {HEADS[family]})
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='RandomResize', scale=(128, 64), ratio_range=(0.5, 2.0), keep_ratio=True),
-    dict(type='RandomCrop', crop_size=crop_size, cat_max_ratio=0.75),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PhotoMetricDistortion'),
-    dict(type='PackSegInputs'),
-]
-test_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='Resize', scale=(128, 96), keep_ratio=True),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='PackSegInputs'),
-]
-train_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
-                        dataset=dict(data_root=data_root, pipeline=train_pipeline))
-val_dataloader = dict(batch_size=1, num_workers=0, persistent_workers=False,
-                      dataset=dict(data_root=data_root, pipeline=test_pipeline))
-test_dataloader = val_dataloader
-train_cfg = dict(max_iters=2, val_interval=2)
-param_scheduler = [dict(type='ConstantLR', factor=1.0, by_epoch=False, begin=0, end=1)]
-default_hooks = dict(logger=dict(interval=1), checkpoint=dict(by_epoch=False, interval=2))
-'''
 
 
 @pytest.fixture(scope='module')
@@ -67,7 +23,8 @@ def trained(shapes_root, tmp_path_factory):
     for family in BASES:
         tmp = tmp_path_factory.mktemp(family)
         cfg = write_config(tmp / f'{family}.py',
-                           tiny_seg_config(family, shapes_root, str(tmp / 'work')))
+                           tiny_seg_config(BASES[family], shapes_root, str(tmp / 'work'), family,
+                                           mixers=MIXERS[family]))
         out[family] = (cfg, str(tmp / 'work'), run_tool('tools/train.py', cfg))
     return out
 
