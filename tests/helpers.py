@@ -3,6 +3,8 @@
 Imported by test modules as ``from helpers import ...`` (pytest puts ``tests/`` on
 ``sys.path``); ``conftest.py`` keeps the fixtures only.
 """
+import copy
+import functools
 import importlib.util
 import os
 import os.path as osp
@@ -61,3 +63,16 @@ def write_config(path, text):
     with open(path, 'w') as f:
         f.write(text)
     return str(path)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_config(path: str):
+    import mmevt  # noqa: F401  (custom_imports of our configs)
+    from mmengine.config import Config
+    return Config.fromfile(path)
+
+
+def load_config(path: str):
+    """``Config.fromfile(path)``, parsed once per session (several test modules read every
+    config); each call returns a copy the caller may change."""
+    return copy.deepcopy(_parsed_config(osp.abspath(path)))

@@ -5,7 +5,7 @@ import os.path as osp
 
 import pytest
 
-from helpers import CONFIGS
+from helpers import CONFIGS, load_config
 
 # configs/*/_base_/ hold shared recipe pieces (e.g. the 3x ms-crop pipeline), not models
 ALL = sorted(p for p in glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=True)
@@ -28,9 +28,7 @@ def _registry(scope):
 
 @pytest.mark.parametrize('path', ALL, ids=[osp.relpath(p, CONFIGS) for p in ALL])
 def test_config_builds_and_channels_match(path):
-    import mmevt  # noqa: F401
-    from mmengine.config import Config
-    cfg = Config.fromfile(path)
+    cfg = load_config(path)
     assert cfg.custom_imports == dict(imports=['mmevt'], allow_failed_imports=False)
     assert cfg.default_scope in ('mmdet', 'mmseg', 'mmpretrain')
     # nothing may point at the network (no downloads here)

@@ -6,7 +6,7 @@ import os.path as osp
 import pytest
 
 from det_tiny import tiny_det_config
-from helpers import CONFIGS, run_tool, write_config
+from helpers import CONFIGS, load_config, run_tool, write_config
 
 # (lr, weight decay, drop path) of every detection config. Sources: the RMT authors'
 # detect/configs/RMT/*.py (T/S/B/L = their t/s/m/l); T at 3x and in Cascade is ours (from
@@ -34,9 +34,7 @@ DET_PATHS = sorted(p for p in glob.glob(osp.join(CONFIGS, 'det', '*', '*.py'))
 
 
 def _cfg(rel):
-    import mmevt  # noqa: F401
-    from mmengine.config import Config
-    return Config.fromfile(osp.join(CONFIGS, rel) if not osp.isabs(rel) else rel)
+    return load_config(osp.join(CONFIGS, rel))
 
 
 def test_every_det_config_is_in_the_table():
@@ -86,7 +84,7 @@ def test_3x_pipeline_is_swins_ms_crop(rel):
     from mmdet.datasets.transforms import RandomCrop, RandomFlip
     from mmdet.registry import TRANSFORMS
     from mmdet.utils import register_all_modules
-    register_all_modules()
+    register_all_modules(init_default_scope=False)  # no global scope left for later tests
     cfg = _cfg(rel)
     built = [TRANSFORMS.build(t) for t in cfg.train_dataloader.dataset.pipeline]
     flip = next(t for t in built if isinstance(t, RandomFlip))
@@ -107,7 +105,7 @@ def test_3x_pipeline_is_swins_ms_crop(rel):
 def test_cascade_heads_are_the_authors_4conv1fc_giou():
     from mmdet.registry import MODELS
     from mmdet.utils import register_all_modules
-    register_all_modules()
+    register_all_modules(init_default_scope=False)  # no global scope left for later tests
     cfg = _cfg('det/cascade_rcnn/cascade-mask-rcnn_evt-s_fpn_ms-3x_coco.py')
     cfg.model.backbone.init_cfg = None
     model = MODELS.build(cfg.model)
@@ -215,7 +213,7 @@ def test_no_decay_rules_are_the_sources():
     import torch.nn as nn
     from mmpretrain.registry import MODELS
     from mmpretrain.utils import register_all_modules
-    register_all_modules()
+    register_all_modules(init_default_scope=False)
     # ImageNet (authors, timm's rule): no decay on 1-D tensors and biases, but layer-scale
     # gammas decay (theirs are (1, 1, 1, C))
     cfg = _cfg('cls/rmt/rmt-b_8xb128_in1k.py')
