@@ -9,3 +9,20 @@ def shapes_root(tmp_path_factory):
     root = str(tmp_path_factory.mktemp('shapes'))
     generate_shapes(root, num_train=8, num_val=4, img_size=(96, 128), seed=0)
     return root
+
+
+@pytest.fixture(autouse=True)
+def _restore_default_scope():
+    """Undo any global default scope a test leaves behind.
+
+    The toolkits' own inferencers (e.g. mmdet's ``DetInferencer``) call
+    ``init_default_scope`` for the whole process; a later test building mmpretrain
+    transforms would then look them up in mmdet's registry. mmengine keeps the scopes in
+    ``DefaultScope._instance_dict`` (the newest is current), so restoring it restores the
+    scope the next test starts from.
+    """
+    from mmengine.registry import DefaultScope
+    before = dict(DefaultScope._instance_dict)
+    yield
+    DefaultScope._instance_dict.clear()
+    DefaultScope._instance_dict.update(before)
