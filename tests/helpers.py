@@ -30,10 +30,34 @@ def probe_loss(outs):
     return sum((o * torch.randn(o.shape, generator=gen).to(o)).sum() for o in outs)
 
 
-def run_tool(*args, timeout=900, env=None, check=True):
+# Subprocess timeouts only catch hangs: the slowest tool run of the suite takes ~3 minutes on
+# an idle 2-core machine, so a run still going after an hour is stuck, not slow.
+HANG_TIMEOUT = 3600
+
+
+def free_threads() -> int:
+    """Threads a subprocess may use without oversubscribing the machine: its cores minus the
+    load that is not this test process's own (the 1-minute load average includes the test
+    process itself, about 1 while it runs in-process work), at least 1."""
+    cores = os.cpu_count() or 1
+    try:
+        others = max(0., os.getloadavg()[0] - 1)
+    except OSError:  # no load average on this platform
+        others = 0.
+    return max(1, min(cores, int(cores - others + 0.5)))
+
+
+def tool_env(**extra) -> dict:
+    """``os.environ`` for a tool subprocess: threads from :func:`free_threads`, fixed hash
+    seed, plus ``extra``."""
+    threads = str(free_threads())
+    return dict(os.environ, PYTHONHASHSEED='0', OMP_NUM_THREADS=threads,
+                MKL_NUM_THREADS=threads, **extra)
+
+
+def run_tool(*args, timeout=HANG_TIMEOUT, env=None, check=True):
     """Run ``python <args>`` from the repo root; return combined stdout+stderr."""
-    full_env = dict(os.environ, PYTHONHASHSEED='0', OMP_NUM_THREADS='2')
-    full_env.update(env or {})
+    full_env = tool_env(**(env or {}))
     proc = subprocess.run([sys.executable, *args], cwd=REPO, env=full_env, timeout=timeout,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if check and proc.returncode != 0:

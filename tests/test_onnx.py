@@ -110,3 +110,30 @@ def test_tool_exports_a_backbone_per_size_and_keeps_existing_files(tmp_path):
     assert [p.stat().st_mtime_ns for p in sorted(tmp_path.iterdir())] == stamp
     dyn = run_tool('tools/deployment/pytorch2onnx.py', SEG, '--dynamic-hw', check=False)
     assert dyn.returncode == 1 and 'dynamic H / W cannot be exported' in dyn.stdout
+
+
+@pytest.mark.parametrize('hw', [(100, 100), (72, 136)], ids=['100x100', '72x136'])
+def test_torchscript_export_at_opset_11_with_padded_groups(tmp_path, hw):
+    """mmdeploy's exporter (TorchScript, ``dynamo=False``) at mmdeploy's default opset 11, at
+    sizes whose stage grids leave the last 1D group partial (25 x 25 = 625 tokens in groups
+    of 16; 18 x 34 = 612): the group count must be an exact ceil in the traced graph (a
+    negated floor division exports as a truncating ``Div`` and the padding goes negative),
+    and the padded slots' coordinates need no integer ``Clip`` (not allowed at opset 11)."""
+    from mmevt.models import EVT
+    from mmevt.ops import has_padding
+    assert any(has_padding((hw[0] // s, hw[1] // s), 16, 'group') for s in (4, 8, 16))
+    torch.manual_seed(0)
+    model = EVT('evt-test', attn_impl='sdpa').eval()
+    x = torch.randn(1, 3, *hw)
+    out = str(tmp_path / 'evt.onnx')
+    with torch.no_grad():
+        expected = model(x)
+        torch.onnx.export(model, (x, ), out, dynamo=False, opset_version=11,
+                          input_names=['input'])
+    ops = {n.op_type for n in onnx.load(out).graph.node}
+    assert 'Clip' not in ops
+    session = ort.InferenceSession(out, providers=['CPUExecutionProvider'])
+    got = session.run(None, {'input': x.numpy()})
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(torch.from_numpy(g), e, atol=1e-4, rtol=1e-4)

@@ -17,7 +17,7 @@ import pytest
 import torch
 from packaging.requirements import Requirement
 
-from helpers import CONFIGS, REPO
+from helpers import CONFIGS, HANG_TIMEOUT, REPO, tool_env
 
 README_SECTION = '## Add EVT to your own environment'
 COPY_SKIP = shutil.ignore_patterns('.git', '.venv', 'work_dirs', 'data', 'build', 'dist',
@@ -218,7 +218,7 @@ default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
 '''
 
 
-def _run(cmd, cwd, env, timeout=600):
+def _run(cmd, cwd, env, timeout=HANG_TIMEOUT):
     proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
     assert proc.returncode == 0, f'{cmd} exited {proc.returncode}:\n{proc.stdout[-6000:]}'
@@ -246,7 +246,7 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
     pip_lines = [ln.replace('/path/to/mmevt', str(src)) for ln in bash if ln.startswith('pip')]
     assert [ln.split()[:2] for ln in pip_lines] == [['pip', 'wheel'], ['pip', 'install']]
     assert '--no-build-isolation' in pip_lines[0] and '--no-deps' in pip_lines[0]
-    env = dict(os.environ, OMP_NUM_THREADS='2', PIP_DISABLE_PIP_VERSION_CHECK='1')
+    env = tool_env(PIP_DISABLE_PIP_VERSION_CHECK='1')
     env.pop('PYTHONPATH', None)
     _run(_pip_command(pip_lines[0], str(site)), cwd=user, env=env)
     wheels = glob.glob(str(user / 'dist' / 'mmevt-*.whl'))

@@ -4,7 +4,7 @@ import os
 import pytest
 import torch
 
-from helpers import REPO, load_weights, run_tool
+from helpers import HANG_TIMEOUT, REPO, load_weights, run_tool
 from mmevt.models import EVT
 from mmevt.ops import input_checks_enabled, set_input_checks
 
@@ -154,7 +154,7 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
     env = dict(os.environ, PYTHON=sys.executable, PORT='29517', OMP_NUM_THREADS='1')
     proc = subprocess.run(['bash', 'tools/dist_train.sh', dist, '2'], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=600)
+                          timeout=HANG_TIMEOUT)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert 'world_size: 2' in proc.stdout or 'Distributed launcher: pytorch' in proc.stdout
     a = load_weights(tmp_path / 'single' / 'epoch_1.pth')
@@ -166,7 +166,7 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
                                                                    'epoch_1.pth'), '2',
                            '--work-dir', str(tmp_path / 'dist_test')], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=600)
+                          timeout=HANG_TIMEOUT)
     assert proc.returncode == 0 and 'accuracy/top1:' in proc.stdout, proc.stdout[-4000:]
 
 

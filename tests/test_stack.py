@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from helpers import CONFIGS, REPO, run_tool, write_config
+from helpers import CONFIGS, HANG_TIMEOUT, REPO, run_tool, write_config
 from det_tiny import tiny_det_config
 
 MASK_RCNN = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
@@ -171,7 +171,7 @@ def test_tools_pick_the_toolkit_from_default_scope(tmp_path):
 def test_environment_is_reused_quickly():
     # the bootstrap's second run only checks the stamp and the mmcv ops (no installs)
     env = dict(os.environ, MMEVT_VENV=osp.dirname(osp.dirname(sys.executable)))
-    proc = subprocess.run(['bash', 'tools/bootstrap.sh'], cwd=REPO, env=env, timeout=120,
+    proc = subprocess.run(['bash', 'tools/bootstrap.sh'], cwd=REPO, env=env, timeout=HANG_TIMEOUT,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout
     assert 'installing' not in proc.stdout and 'building' not in proc.stdout

@@ -24,7 +24,7 @@ from torch import Tensor
 
 from .cache import GridCache
 from .checks import check_choice, renamed_argument
-from .decay import DECAY_KINDS, decay_bias, grid_coords, grouped_distance, line_decay_bias
+from .decay import DECAY_KINDS, decay_bias, grouped_distance, line_decay_bias, slot_coords
 from .grouping import group_token_index, group_tokens, has_padding, ungroup_tokens
 
 ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
@@ -134,10 +134,9 @@ def attention_sdpa(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
 def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, decay: str,
                      log_gamma: Tensor):
     """``score_mod`` adding the decay of the grouped layout ``(B, heads * G, S, D)``."""
-    n = hw[0] * hw[1]
     idx = group_token_index(hw, group_size, mode, log_gamma.device)  # (G, S)
     g = idx.shape[0]
-    pos = grid_coords(hw, log_gamma.device)[idx.clamp(max=n - 1)]  # (G, S, 2)
+    pos = slot_coords(hw, idx)  # (G, S, 2)
     rows, cols = pos[..., 0].contiguous(), pos[..., 1].contiguous()
     log_gamma = log_gamma.float()
 

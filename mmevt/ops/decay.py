@@ -43,6 +43,23 @@ def grid_coords(hw: Tuple[int, int], device=None) -> Tensor:
     return torch.stack(torch.meshgrid(rows, cols, indexing='ij'), dim=-1).reshape(h * w, 2)
 
 
+def slot_coords(hw: Tuple[int, int], idx: Tensor) -> Tensor:
+    """(row, col) of every slot of a grouped layout; padded slots (index ``N``) get (0, 0).
+
+    The coordinates get one extra row for the padded index instead of clamping the
+    indices: an int64 ``clamp`` exports as an integer ``Clip``, which ONNX opset 11 rejects.
+
+    Args:
+        hw (tuple[int, int]): the grid ``(H, W)``.
+        idx (Tensor): long slot indices in ``[0, N]`` (:func:`group_token_index`).
+
+    Returns:
+        Tensor: float32, shape ``(*idx.shape, 2)``.
+    """
+    coords = grid_coords(hw, idx.device)
+    return torch.cat([coords, coords.new_zeros(1, 2)])[idx]
+
+
 def pairwise_distance(pq: Tensor, pk: Tensor, decay: str) -> Tensor:
     """Distance between query and key coordinates under ``decay``.
 
@@ -86,7 +103,7 @@ def grouped_distance(hw: Tuple[int, int], group_size: int, mode: str,
     """
     n = hw[0] * hw[1]
     idx = group_token_index(hw, group_size, mode, device)
-    pos = grid_coords(hw, device)[idx.clamp(max=n - 1)]  # gather: padded slots -> any token
+    pos = slot_coords(hw, idx)
     dist = pairwise_distance(pos, pos, decay)
     return dist.masked_fill((idx >= n)[:, None, :], float('inf'))
 
@@ -103,5 +120,5 @@ def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
     return rearrange(bias, 'h g q k -> (h g) q k')
 
 
-__all__ = ['DECAY_KINDS', 'decay_log_rates', 'grid_coords', 'pairwise_distance',
+__all__ = ['DECAY_KINDS', 'decay_log_rates', 'grid_coords', 'slot_coords', 'pairwise_distance',
            'line_decay_bias', 'grouped_distance', 'decay_bias']

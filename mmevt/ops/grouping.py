@@ -40,8 +40,12 @@ _UNGROUP = {mode: ' -> '.join(pattern.split(' -> ')[::-1]) for mode, pattern in 
 
 
 def num_groups(num_tokens: int, group_size: int) -> int:
-    """Number of groups ``G = ceil(N / group_size)`` (also windows per side in 2D)."""
-    return -(-num_tokens // group_size)
+    """Number of groups ``G = ceil(N / group_size)`` (also windows per side in 2D).
+
+    Written ``(N + S - 1) // S``, not ``-(-N // S)``: the TorchScript ONNX exporter traces a
+    shape's ``//`` as ONNX ``Div``, which truncates, so the negated form would floor.
+    """
+    return (num_tokens + group_size - 1) // group_size
 
 
 def square_side(n: int) -> Optional[int]:
