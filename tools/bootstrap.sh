@@ -106,6 +106,7 @@ fi
 # 4. toolkits, test deps and mmevt itself (editable).
 log "installing mmdet, mmseg, mmpretrain, test tools and mmevt"
 pipi -q -c "$constraints" -r "$req/runtime.txt" -r "$req/tests.txt"
+pipi -q -c "$constraints" --no-deps -r "$req/no-deps.txt"  # why: see that file
 pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"
 mmcv_ok || { log "mmcv was replaced by a dependency install"; exit 1; }
 echo "$want_hash" > "$stamp"
