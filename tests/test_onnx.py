@@ -118,12 +118,13 @@ def test_torchscript_export_at_opset_11_with_padded_groups(tmp_path, hw):
     sizes whose stage grids leave the last 1D group partial (25 x 25 = 625 tokens in groups
     of 16; 18 x 34 = 612): the group count must be an exact ceil in the traced graph (a
     negated floor division exports as a truncating ``Div`` and the padding goes negative),
-    and the padded slots' coordinates need no integer ``Clip`` (not allowed at opset 11)."""
+    and the padded slots' coordinates need no integer ``Clip`` (not allowed at opset 11).
+    The reference attention path: the TorchScript exporter has SDPA from opset 14 only."""
     from mmevt.models import EVT
     from mmevt.ops import has_padding
     assert any(has_padding((hw[0] // s, hw[1] // s), 16, 'group') for s in (4, 8, 16))
     torch.manual_seed(0)
-    model = EVT('evt-test', attn_impl='sdpa').eval()
+    model = EVT('evt-test', attn_impl='reference').eval()
     x = torch.randn(1, 3, *hw)
     out = str(tmp_path / 'evt.onnx')
     with torch.no_grad():
