@@ -10,9 +10,11 @@ import warnings
 from typing import Dict, List, Mapping
 
 from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import Registry
 
 from .apis.launch import TOOLKITS  # the launcher picks among the same toolkits
+from .engine import LayerDecayOptimWrapperConstructor
 from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
 from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
                             SpatialDecayAttention)
@@ -71,6 +73,10 @@ def register_all_modules() -> List[str]:
                               f'registered for {name}')
     for registry in registries:
         register_modules(registry)
+    # mmengine's registry is the parent of mmdet's / mmseg's / mmpretrain's: one entry
+    # serves every toolkit's configs
+    register_modules(OPTIM_WRAPPER_CONSTRUCTORS, {
+        'LayerDecayOptimWrapperConstructor': LayerDecayOptimWrapperConstructor})
     if 'mmpretrain' in done:
         from mmpretrain.registry import METRICS
 

@@ -24,6 +24,8 @@ for fam, dp_l in (('evt', 0.55), ('rmt', 0.5)):
             DET[f'mask-rcnn_{fam}-{s}_fpn_ms-3x_coco'] = (lr, 0.05, dp[s])
     for s, lr in dict(t=4e-4, s=4e-4, b=2e-4).items():
         DET[f'cascade-mask-rcnn_{fam}-{s}_fpn_ms-3x_coco'] = (lr, 0.05, dp[s])
+# opt-in layer-wise lr decay: the evt-t 1x recipe plus the constructor
+DET['mask-rcnn_evt-t_fpn_layer-decay_1x_coco'] = DET['mask-rcnn_evt-t_fpn_1x_coco']
 for arch, dp in _SWIN.items():
     for name in (f'mask-rcnn_{arch}_fpn_1x_coco', f'mask-rcnn_{arch}_fpn_ms-3x_coco',
                  f'cascade-mask-rcnn_{arch}_fpn_ms-3x_coco', f'retinanet_{arch}_fpn_1x_coco'):
@@ -61,6 +63,11 @@ def test_det_lr_weight_decay_drop_path_warmup(path):
         expected = dict(norm_decay_mult=0.)
     else:
         expected = {}
+    if 'layer-decay' in name:  # mmdet's ConvNeXt-T Mask R-CNN rate
+        expected['layer_decay_rate'] = 0.95
+        assert cfg.optim_wrapper.constructor == 'LayerDecayOptimWrapperConstructor'
+    else:
+        assert 'constructor' not in cfg.optim_wrapper
     assert {k: v for k, v in paramwise.items() if k != '_delete_'} == expected
     warmup, steps = cfg.param_scheduler
     swin_warmup = 'swin' in name and not name.startswith('retinanet_')
@@ -133,9 +140,12 @@ def test_imagenet_recipe_is_the_authors():
     assert cfg.sync_bn == 'torch'
     header = open(osp.join(CONFIGS, 'cls/evt/evt-t_8xb128_in1k.py')).read().split('_base_')[0]
     assert '5 linear warm-up epochs' in header and "paper's recipe" not in header
-    # the 384 fine-tune is Swin's: no EMA, no repeated augmentation
-    ft = _cfg('cls/evt/evt-b_in1k-pre_8xb128_in1k-384px.py')
-    assert ft.custom_hooks == [] and ft.train_dataloader.sampler.type == 'DefaultSampler'
+    assert cfg.optim_wrapper.get('clip_grad') is None  # the authors' --clip-grad: None
+    # the 384 fine-tunes are Swin's: no EMA, no repeated augmentation, clipping at norm 5
+    for size in 'bl':
+        ft = _cfg(f'cls/evt/evt-{size}_in1k-pre_8xb128_in1k-384px.py')
+        assert ft.custom_hooks == [] and ft.train_dataloader.sampler.type == 'DefaultSampler'
+        assert ft.optim_wrapper.clip_grad == dict(max_norm=5.0)
 
 
 @pytest.mark.parametrize('size,dp,dims', [('t', 0.2, 768), ('s', 0.3, 768), ('b', 0.5, 1024)])

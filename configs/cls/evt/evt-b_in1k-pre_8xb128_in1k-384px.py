@@ -1,7 +1,9 @@
 # EVT-B fine-tuned at 384x384 from its 224 ImageNet-1k checkpoint, 30 epochs, AdamW lr 4e-5
 # at batch 1024 (Swin's fine-tuning recipe: 2e-5 at 512), wd 1e-8, 5 warm-up epochs from
 # 1e-3 x lr, cosine to 4e-7 (Swin: warm-up lr 2e-8 and min lr 2e-7 at 512).
-# Like Swin's fine-tuning, no EMA and no repeated augmentation (both are the 224 recipe's).
+# Like Swin's fine-tuning, no EMA and no repeated augmentation (both are the 224 recipe's);
+# gradients clipped at norm 5.0 (Swin's config.py TRAIN.CLIP_GRAD, also mmpretrain's
+# swin_transformer/swin-base_16xb64_in1k-384px.py).
 # Nothing is interpolated: the spatial decay is computed from the 12x12 grid at run time.
 _base_ = './evt-b_8xb128_in1k.py'
 
@@ -33,7 +35,8 @@ train_dataloader = dict(dataset=dict(pipeline=train_pipeline),
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
-optim_wrapper = dict(optimizer=dict(lr=4e-5, weight_decay=1e-8))
+optim_wrapper = dict(optimizer=dict(lr=4e-5, weight_decay=1e-8),
+                     clip_grad=dict(max_norm=5.0))
 param_scheduler = [
     dict(_scope_='mmpretrain',
          type='LinearLR', start_factor=1e-3, by_epoch=True, end=5, convert_to_iter_based=True),

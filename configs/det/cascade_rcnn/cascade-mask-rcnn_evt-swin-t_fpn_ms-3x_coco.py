@@ -1,7 +1,9 @@
 # Cascade Mask R-CNN + FPN, EVT-SWIN-T, ms-3x: Swin's own recipe, as the paper's strictly
 # aligned comparison asks (the Swin paper's Cascade Mask R-CNN setting; the heads, data and
 # schedule of this family's evt-t config are Swin's too): AdamW lr 1e-4, wd 0.05 (none
-# on norms), warm-up 1000 iterations (mmdet's Swin configs), drop path 0.2.
+# on norms), drop path 0.2. Warm-up 1000 iterations: ours. mmdet has no Swin Cascade
+# config; this is the warm-up of mmdet's Swin Mask R-CNN 3x config
+# (configs/swin/mask-rcnn_swin-t-p4-w7_fpn_ms-crop-3x_coco.py), kept for Swin's Cascade.
 _base_ = './cascade-mask-rcnn_evt-t_fpn_ms-3x_coco.py'
 
 pretrained = 'checkpoints/evt-swin-t_in1k.pth'  # noqa: your ImageNet checkpoint
