@@ -1,5 +1,6 @@
 """EVT backbone: arch zoo, shapes, OpenMMLab backbone contract, errors."""
 import logging
+import re
 
 import pytest
 import torch
@@ -7,11 +8,9 @@ from torch import nn
 
 from helpers import probe_loss
 from mmevt.models import EVT
-from mmevt.models.backbones.evt import arch_zoo, resolve_arch
-from mmevt.ops import flex_available
-
-ARCH_NAMES = ['evt-t', 'evt-s', 'evt-b', 'evt-l', 'evt-swin-t', 'evt-swin-s', 'evt-swin-b',
-              'rmt-t', 'rmt-s', 'rmt-b', 'rmt-l', 'evt-test', 'rmt-test']
+from mmevt.models.backbones import ARCH_ALIASES, ARCH_NAMES, arch_zoo, resolve_arch
+from mmevt.models.layers import MIXERS, SpatialDecayAttention
+from mmevt.ops import ATTN_PATHS, flex_available
 
 
 @pytest.mark.parametrize('arch', ARCH_NAMES)
@@ -28,10 +27,12 @@ def test_every_arch_builds_with_right_shapes_and_channels(arch):
 
 
 def test_short_and_long_names_are_the_same_arch():
-    for names in (['evt-t', 'evt-tiny', 't', 'tiny'], ['rmt-s', 'rmt-small'],
-                  ['evt-swin-b', 'evt-swin-base'], ['evt-l', 'large', 'EVT-L']):
-        archs = [resolve_arch(n) for n in names]
-        assert all(a == archs[0] for a in archs)
+    assert list(arch_zoo) == list(ARCH_NAMES)  # each arch once, under its canonical name
+    assert set(ARCH_ALIASES.values()) == set(ARCH_NAMES)
+    for alias, name in ARCH_ALIASES.items():
+        assert resolve_arch(alias) == resolve_arch(name.upper()) == resolve_arch(name)
+    assert ARCH_ALIASES['t'] == ARCH_ALIASES['evt-tiny'] == 'evt-t'
+    assert ARCH_ALIASES['evt-swin-base'] == 'evt-swin-b' and ARCH_ALIASES['large'] == 'evt-l'
 
 
 def test_variant_settings_follow_the_spec():
@@ -160,6 +161,78 @@ def test_attention_paths_are_logged_once_per_model_and_situation(caplog):
         '1: reference; 2: reference; 3: reference']
 
 
+def test_layer_cfgs_pass_options_through_to_every_block_and_mixer():
+    mixers = ['group_dilate', dict(type='routing', n_win=2, topk=2),
+              dict(type='external', memory_size=8), 'decomposed']
+    model = EVT('evt-test', mixers=mixers, layer_cfgs=dict(attn_drop_rate=0.1))
+    assert all(blk.attn.attn_drop_rate == 0.1 for st in model.stages for blk in st.blocks
+               if not hasattr(blk.attn, 'attn_drop'))
+    assert model.stages[2].blocks[0].attn.attn_drop.p == 0.1  # external attention
+    per_stage = EVT('evt-test', mixers=mixers, layer_cfgs=[
+        dict(attn_drop_rate=0.2), dict(topk=1), dict(memory_size=4), {}])
+    assert per_stage.stages[0].blocks[0].attn.attn_drop_rate == 0.2
+    assert per_stage.stages[1].blocks[0].attn.topk == 1
+    assert per_stage.stages[2].blocks[0].attn.mk.out_features == 4
+    assert per_stage.stages[3].blocks[0].attn.attn_drop_rate == 0.
+    assert list(model.state_dict()) == list(EVT('evt-test', mixers=mixers).state_dict())
+    with pytest.raises(ValueError, match=r"layer_cfgs\[1\] has keys \['memory_size'\] .*"
+                                         r"mixer 'routing'.*allowed: .*'topk'"):
+        EVT('evt-test', mixers=mixers, layer_cfgs=[{}, dict(memory_size=4), {}, {}])
+
+
+def test_a_block_option_is_one_keyword_where_it_is_consumed(monkeypatch):
+    # what a contributor adds: a keyword of EVTBlock; EVT passes it through unchanged
+    import mmevt.models.backbones.evt as evt_module
+
+    class BlockWithOption(evt_module.EVTBlock):
+
+        def __init__(self, *args, new_option: float = 0., **kwargs):
+            super().__init__(*args, **kwargs)
+            self.new_option = new_option
+
+    monkeypatch.setattr(evt_module, 'EVTBlock', BlockWithOption)
+    model = EVT('evt-test', layer_cfgs=[dict(new_option=1.5), {}, {}, {}])
+    assert model.stages[0].blocks[0].new_option == 1.5
+    assert model.stages[1].blocks[0].new_option == 0.
+
+
+def test_attention_dropout_is_train_only():
+    torch.manual_seed(0)
+    plain = EVT('evt-test')
+    dropping = EVT('evt-test', layer_cfgs=dict(attn_drop_rate=0.3))
+    dropping.load_state_dict(plain.state_dict())  # same keys: dropout has no weights
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        for a, b in zip(plain.eval()(x), dropping.eval()(x)):
+            torch.testing.assert_close(a, b)  # eval: deterministic, as without dropout
+        plain.train(), dropping.train()
+        ref, first, second = plain(x), dropping(x), dropping(x)
+    torch.testing.assert_close(plain(x)[3], ref[3])  # without dropout training is repeatable
+    assert all(not torch.allclose(a, b) for a, b in zip(first, second))
+    assert all(not torch.allclose(a, b) for a, b in zip(first, ref))
+
+
+@pytest.mark.parametrize('impl', [n for n, p in ATTN_PATHS.items()
+                                  if p.dropout and p.missing() is None])
+def test_attention_dropout_applies_on_every_path_that_supports_it(impl):
+    torch.manual_seed(0)
+    attn = SpatialDecayAttention(16, 2, mode='group', group_size=4, attn_impl=impl,
+                                 attn_drop_rate=0.5)
+    x = torch.randn(1, 3, 4, 16)
+    assert attn.train().resolved_impl(x.device) == impl
+    assert not torch.allclose(attn(x), attn(x))
+    attn.eval()
+    torch.testing.assert_close(attn(x), attn(x))
+
+
+def test_auto_with_attention_dropout_never_runs_flex(monkeypatch):
+    attn = SpatialDecayAttention(32, 2, mode='group', group_size=4, attn_drop_rate=0.1)
+    cuda = torch.device('cuda')
+    monkeypatch.setattr(torch.compiler, 'is_compiling', lambda: True)
+    assert attn.train().resolved_impl(cuda) == 'sdpa'
+    assert attn.eval().resolved_impl(cuda) == ('flex' if flex_available() else 'sdpa')
+
+
 def test_renamed_arguments_keep_their_old_names_for_a_release():
     new = EVT('evt-test', group_sizes=[9, 16, 16, 4], layer_scales=0.5)
     with pytest.warns(FutureWarning, match=r'EVT: group_size= is deprecated .* group_sizes='):
@@ -206,9 +279,8 @@ def test_layer_depth_for_lr_decay():
     (dict(group_sizes=[16, 16, -3, 16]), r'group_sizes\[2\] must be a positive int, got -3'),
     (dict(group_sizes=[16, 16]), r'group_sizes needs one value per stage \(4\), got 2'),
     (dict(mixers=['full', 'full', 'windows', 'full']),
-     r"mixers\[2\] must be one of \['full', 'group', 'dilate', 'group_dilate', 'window', "
-     r"'grid', 'window_grid', 'decomposed', 'external', 'routing'\] \(or a dict with such a "
-     r"'type'\), got 'windows'"),
+     re.escape(f'mixers[2] must be one of {list(MIXERS)} (or a dict with such a '
+               "'type'), got 'windows'")),
     (dict(mixers=['window_grid'] * 3 + ['full'], group_sizes=[16, 16, 50, 16]),
      r"group_sizes\[2\]=50 must be a square .* for mixers\[2\]='window_grid'"),
     (dict(decay='chebyshev'), r"decay must be one of \['euclidean', 'manhattan', 'none'\]"),
@@ -218,6 +290,15 @@ def test_layer_depth_for_lr_decay():
     (dict(norm_cfg=dict(type='FancyNorm')), r"norm_cfg type must be one of .*got 'FancyNorm'"),
     (dict(attn_impl='triton'), r"attn_impl must be one of .*got 'triton'"),
     (dict(drop_path_rate=1.5), r'drop_path_rate must be in \[0, 1\), got 1.5'),
+    (dict(layer_cfgs=dict(attn_drop=0.1)),
+     r"layer_cfgs\[0\] has keys \['attn_drop'\] that no module of stage 0 takes .*"
+     r"allowed: \['attn_drop_rate'\]"),
+    (dict(layer_cfgs=dict(group_size=8)), r"keys \['group_size'\] .*the arch and EVT "
+                                          r'arguments set the others'),
+    (dict(layer_cfgs=[dict()] * 3), r'layer_cfgs must be a dict or a list of 4 dicts'),
+    (dict(layer_cfgs=dict(attn_drop_rate=1.0)), r'attn_drop_rate must be in \[0, 1\), got 1.0'),
+    (dict(attn_impl='flex', layer_cfgs=dict(attn_drop_rate=0.1)),
+     r"attn_impl='flex' cannot apply attention dropout \(attn_drop_rate=0.1\)"),
 ])
 def test_bad_arguments_raise_clear_value_errors(kwargs, match):
     kwargs = {'arch': 'evt-test', **kwargs}

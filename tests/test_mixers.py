@@ -114,3 +114,36 @@ def test_mixers_are_registered_in_the_toolkits():
     assert isinstance(DET.build(dict(type='ExternalAttention', embed_dims=8)), ExternalAttention)
     assert isinstance(SEG.build(dict(type='BiLevelRoutingAttention', embed_dims=8, num_heads=2)),
                       BiLevelRoutingAttention)
+
+
+def test_every_layout_is_a_mixer_of_its_own_name():
+    from mmevt.models.layers import SpatialDecayAttention, build_mixer
+    from mmevt.models.layers.mixers import MIXERS, needs_square_group
+    from mmevt.ops import LAYOUTS
+    for mode, lay in LAYOUTS.items():
+        assert (mode in MIXERS) == lay.mixer
+        attn = build_mixer(mode, 0, 16, 2, group_size=4)
+        assert isinstance(attn, SpatialDecayAttention) and attn.mode == mode
+        assert needs_square_group(mode) == lay.grid
+
+
+def test_build_mixer_never_drops_an_argument():
+    from mmevt.models.layers import build_mixer
+    with pytest.raises(ValueError, match=r"mixer 'external' \(ExternalAttention\) takes no "
+                                         r"\['decay'\]; it takes \[.*'memory_size'"):
+        build_mixer('external', 0, 16, 2, decay='euclidean')
+    with pytest.raises(ValueError, match=r"mixer 'group' \(SpatialDecayAttention\) takes no "
+                                         r"\['n_win'\]"):
+        build_mixer('group', 0, 16, 2, n_win=2)
+    routing = build_mixer(dict(type='routing', n_win=2), 0, 16, 2, topk=1, attn_drop_rate=0.1)
+    assert (routing.n_win, routing.topk, routing.attn_drop_rate) == (2, 1, 0.1)
+
+
+@pytest.mark.parametrize('module', [ExternalAttention(16, 2, 8, attn_drop_rate=0.5),
+                                    BiLevelRoutingAttention(16, 2, 2, 2, attn_drop_rate=0.5)])
+def test_module_mixers_drop_attention_in_training_only(module):
+    torch.manual_seed(0)
+    x = torch.randn(1, 6, 6, 16)
+    assert not torch.allclose(module.train()(x), module(x))
+    module.eval()
+    torch.testing.assert_close(module(x), module(x))

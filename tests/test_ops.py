@@ -7,12 +7,31 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mmevt.ops.attention as attention_ops
-from mmevt.ops import (GridCache, attention_reference, decay_bias, decay_log_rates,
-                       decomposed_decay_attention, flex_available, grid_coords,
-                       group_token_index, group_tokens, grouped_distance, has_padding,
-                       num_groups, pairwise_distance, spatial_decay_attention, ungroup_tokens)
+import mmevt.ops.grouping as grouping_ops
+from mmevt.ops import (ATTN_PATHS, DECAY_KINDS, LAYOUTS, GridCache, Layout, attention_reference,
+                       decay_bias, decay_log_rates, decomposed_decay_attention, flex_available,
+                       grid_coords, group_token_index, group_tokens, grouped_distance,
+                       has_padding, num_groups, pairwise_distance, spatial_decay_attention,
+                       ungroup_tokens)
 
-IMPLS = ['sdpa'] + (['flex'] if flex_available() else [])
+# every fast path this torch has, every layout, every decay: from the tables, never spelled out
+IMPLS = [n for n, p in ATTN_PATHS.items() if n != 'reference' and p.missing() is None]
+MODES = list(LAYOUTS)
+GROUPED_MODES = [m for m, lay in LAYOUTS.items() if lay.pattern is not None]
+# a layout that is not in the table: the record a contributor would add (Swin-style shift)
+SHIFTED = {'shifted_group': Layout(LAYOUTS['group'].pattern, shift=True),
+           'shifted_window': Layout(LAYOUTS['window'].pattern, grid=True, shift=True)}
+
+
+def _square_if_grid(mode, s):
+    """``s`` made a square group size (windows of 1x1 .. 4x4 tokens) for 2D layouts."""
+    lay = LAYOUTS.get(mode) or SHIFTED[mode]
+    return (s % 4 + 1) ** 2 if lay.grid else s
+
+
+@pytest.fixture
+def with_shifted_layouts(monkeypatch):
+    monkeypatch.setattr(grouping_ops, 'LAYOUTS', {**LAYOUTS, **SHIFTED})
 needs_flex = pytest.mark.skipif(not flex_available(), reason='torch without FlexAttention')
 
 
@@ -40,10 +59,10 @@ def test_distances_on_known_grid():
         pairwise_distance(p, p, 'chebyshev')
 
 
-@pytest.mark.parametrize('mode', ['group', 'dilate', 'window', 'grid'])
+@pytest.mark.parametrize('mode', GROUPED_MODES + list(SHIFTED))
 @pytest.mark.parametrize('hw,s', [((3, 4), 4), ((1, 13), 4), ((5, 7), 4), ((8, 8), 49),
                                   ((14, 14), 64), ((2, 3), 9)])
-def test_grouping_is_a_permutation_and_round_trips(mode, hw, s):
+def test_grouping_is_a_permutation_and_round_trips(mode, hw, s, with_shifted_layouts):
     n = hw[0] * hw[1]
     x = torch.randn(2, n, 3)
     g = group_tokens(x, s, mode, hw)
@@ -55,19 +74,24 @@ def test_grouping_is_a_permutation_and_round_trips(mode, hw, s):
     # the layout and the index table agree, padding is zero
     flat = torch.cat([x, x.new_zeros(2, 1, 3)], 1)
     assert torch.equal(g, flat[:, idx.clamp(max=n)])
-    assert (idx[:, 0] < n).all()  # every group has a real token: no all-padding softmax
+    assert ((idx < n).any(1)).all()  # every group has a real token: no all-padding softmax
     assert has_padding(hw, s, mode) == bool((idx >= n).any())
     rows, cols = real // hw[1], real % hw[1]
     if mode == 'dilate':  # token t is in group t mod G
         G = num_groups(n, s)
         for grp in range(G):
             assert all(t % G == grp for t in idx[grp].tolist() if t < n)
-    if mode in ('window', 'grid'):
+    if mode == 'shifted_group':  # the sequence rolled by half a group: slot 0 holds S // 2
+        assert idx[0, 0].item() == (s // 2) % n
+    if (LAYOUTS.get(mode) or SHIFTED[mode]).grid:
         side = math.isqrt(s)
         gh, gw = num_groups(hw[0], side), num_groups(hw[1], side)
         assert idx.shape[0] == gh * gw
         grp = torch.arange(idx.shape[0])[:, None].expand_as(idx)[idx < n]
-        if mode == 'window':  # a token's window is (row // s, col // s)
+        if mode == 'shifted_window':  # the grid rolled by half a window on each side
+            r, c = (rows - side // 2) % hw[0], (cols - side // 2) % hw[1]
+            assert torch.equal(grp, (r // side) * gw + c // side)
+        elif mode == 'window':  # a token's window is (row // s, col // s)
             assert torch.equal(grp, (rows // side) * gw + cols // side)
         else:  # a token's grid window is (row mod Gh, col mod Gw)
             assert torch.equal(grp, (rows % gh) * gw + cols % gw)
@@ -111,29 +135,30 @@ def _masked_full_reference(q, k, v, hw, log_gamma, decay, mode, group_size):
 
 @settings(max_examples=25, deadline=None)
 @given(h=st.integers(1, 9), w=st.integers(1, 9), s=st.integers(1, 20), heads=st.integers(1, 3),
-       mode=st.sampled_from(['group', 'dilate', 'window', 'grid', 'full']),
-       decay=st.sampled_from(['euclidean', 'manhattan', 'none']))
+       mode=st.sampled_from(MODES + list(SHIFTED)), decay=st.sampled_from(DECAY_KINDS))
 def test_grouped_attention_equals_block_masked_full_attention(h, w, s, heads, mode, decay):
-    if mode in ('window', 'grid'):
-        s = (s % 4 + 1) ** 2  # 2D windows of 1x1 .. 4x4 tokens
+    s = _square_if_grid(mode, s)
     torch.manual_seed(h * 100 + w)
     q, k, v = (torch.randn(2, h * w, heads, 8, dtype=torch.float64) for _ in range(3))
     lg = decay_log_rates(heads, 2, 4).double()
-    expected = _masked_full_reference(q, k, v, (h, w), lg, decay, mode, s)
-    got = spatial_decay_attention(q, k, v, (h, w), lg, decay, mode, s, attn_impl='reference')
+    with pytest.MonkeyPatch.context() as mp:  # a new layout record is all the ops need
+        mp.setattr(grouping_ops, 'LAYOUTS', {**LAYOUTS, **SHIFTED})
+        expected = _masked_full_reference(q, k, v, (h, w), lg, decay, mode, s)
+        got = spatial_decay_attention(q, k, v, (h, w), lg, decay, mode, s,
+                                      attn_impl='reference')
     torch.testing.assert_close(got, expected)
 
 
 @pytest.mark.parametrize('impl', IMPLS)
-@pytest.mark.parametrize('mode', ['full', 'group', 'dilate', 'window', 'grid'])
-@pytest.mark.parametrize('decay', ['euclidean', 'manhattan', 'none'])
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('decay', DECAY_KINDS)
 def test_fast_paths_agree_with_reference_fp32(impl, mode, decay):
     torch.manual_seed(0)
     hw = (7, 11)
     q, k, v = (torch.randn(2, 77, 4, 16, requires_grad=True) for _ in range(3))
     lg = decay_log_rates(4, 2, 6)
     ref = spatial_decay_attention(q, k, v, hw, lg, decay, mode, 16, attn_impl='reference')
-    if impl == 'flex':  # FlexAttention has no backward on CPU (torch raises); forward only
+    if not ATTN_PATHS[impl].cpu_backward:  # Flex: torch raises on a CPU backward
         out = spatial_decay_attention(q.detach(), k.detach(), v.detach(), hw, lg, decay, mode,
                                       16, attn_impl=impl)
         torch.testing.assert_close(out, ref.detach(), atol=1e-5, rtol=1e-5)
@@ -147,7 +172,7 @@ def test_fast_paths_agree_with_reference_fp32(impl, mode, decay):
 
 
 @pytest.mark.parametrize('impl', IMPLS)
-@pytest.mark.parametrize('mode', ['full', 'group', 'dilate', 'window', 'grid'])
+@pytest.mark.parametrize('mode', MODES)
 def test_fast_paths_agree_with_reference_bf16(impl, mode):
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 45, 2, 16) for _ in range(3))
@@ -240,6 +265,50 @@ def test_auto_path_choice_per_device_and_compile(monkeypatch):
     assert resolve_impl('auto', cuda, 24) == 'sdpa'  # head dim Flex kernels do not tile
     assert resolve_impl('auto', cpu, 32) == 'sdpa'
     assert resolve_impl('sdpa', cuda, 32) == 'sdpa'
+    # Flex cannot apply attention dropout: 'auto' falls back, an explicit 'flex' is an error
+    assert resolve_impl('auto', cuda, 32, dropout=True) == 'sdpa'
+    if flex_available():
+        with pytest.raises(ValueError, match=r"attn_impl='flex' cannot apply attention dropout"):
+            resolve_impl('flex', cuda, 32, dropout=True)
+
+
+def test_path_support_is_one_table_read_by_the_checks(monkeypatch):
+    from mmevt.ops import impl_unavailable
+    cpu = torch.device('cpu')
+    for name, path in ATTN_PATHS.items():
+        if path.missing() is not None:
+            continue
+        assert (impl_unavailable(name, cpu, dropout=True) is None) == path.dropout, name
+        assert (impl_unavailable(name, cpu, needs_grad=True) is None) == path.cpu_backward
+    # a path that loses a capability in the table loses it everywhere
+    monkeypatch.setitem(ATTN_PATHS, 'sdpa', ATTN_PATHS['sdpa']._replace(dropout=False))
+    assert 'cannot apply attention dropout' in impl_unavailable('sdpa', cpu, dropout=True)
+    with pytest.raises(TypeError):  # the capability flags are keywords, never positional
+        impl_unavailable('sdpa', cpu, True)
+
+
+@pytest.mark.parametrize('impl', [n for n, p in ATTN_PATHS.items()
+                                  if p.dropout and p.missing() is None])
+@pytest.mark.parametrize('op', ['grouped', 'decomposed'])
+def test_attention_dropout_is_unbiased_and_random(impl, op):
+    # 2000 copies of one small problem in the batch: each draws its own dropout mask
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 3, 4, 2, 8).expand(2000, -1, -1, -1, -1) for _ in range(3))
+    lg = decay_log_rates(2, 2, 4)
+
+    def run(p):
+        if op == 'decomposed':
+            return decomposed_decay_attention(q, k, v, lg, attn_impl=impl, dropout_p=p)
+        flat = [t.reshape(2000, 12, 2, 8) for t in (q, k, v)]
+        return spatial_decay_attention(*flat, (3, 4), lg, mode='group', group_size=4,
+                                       attn_impl=impl, dropout_p=p)
+
+    expected, first, second = run(0.)[0], run(0.5), run(0.5)
+    assert not torch.allclose(first, second)  # a new mask per call
+    assert not torch.allclose(first[0], first[1])  # and per sample
+    # inverted dropout keeps the expectation: the mean over the masks is the plain output
+    err = (first.mean(0) - expected).norm() / expected.norm()
+    assert err < 0.1, err
 
 
 def test_cache_memoises_none_and_bounds_entries():

@@ -1,19 +1,22 @@
 """Functional ops, by concern: ``decay`` (rates, distances, bias), ``grouping`` (layouts,
 group / ungroup, padding), ``cache`` (the per-grid cache), ``checks`` (argument checks, the
 input-check switch), ``attention`` (reference and fast paths, path choice), ``rotary``."""
-from .attention import (ATTN_IMPLS, attention_reference, attention_sdpa, choose_impl,
-                        decomposed_decay_attention, flex_available, impl_unavailable,
-                        resolve_impl, spatial_decay_attention)
+from .attention import (ATTN_IMPLS, ATTN_PATHS, AttnPath, attention_reference,
+                        attention_sdpa, choose_impl, decomposed_decay_attention,
+                        flex_available, impl_unavailable, resolve_impl,
+                        spatial_decay_attention)
 from .cache import DecayBiasCache, GridCache
 from .checks import input_checks_enabled, set_input_checks
 from .decay import (DECAY_KINDS, decay_bias, decay_log_rates, grid_coords, grouped_distance,
                     line_decay_bias, pairwise_distance)
-from .grouping import (GROUP_MODES, WINDOW_MODES, group_token_index, group_tokens,
-                       has_padding, num_groups, square_side, ungroup_tokens, window_side)
+from .grouping import (GROUP_MODES, LAYOUTS, WINDOW_MODES, Layout, group_token_index,
+                       group_tokens, has_padding, num_groups, square_side, ungroup_tokens,
+                       window_side)
 from .rotary import apply_rotary, rotary_sin_cos
 
 __all__ = [
-    'ATTN_IMPLS', 'DECAY_KINDS', 'GROUP_MODES', 'WINDOW_MODES', 'DecayBiasCache', 'GridCache',
+    'ATTN_IMPLS', 'ATTN_PATHS', 'AttnPath', 'DECAY_KINDS', 'GROUP_MODES', 'LAYOUTS', 'Layout',
+    'WINDOW_MODES', 'DecayBiasCache', 'GridCache',
     'apply_rotary', 'attention_reference', 'attention_sdpa', 'choose_impl', 'decay_bias',
     'decay_log_rates', 'decomposed_decay_attention', 'flex_available', 'grid_coords',
     'group_token_index', 'group_tokens', 'grouped_distance', 'has_padding',

@@ -10,12 +10,12 @@ All paths compute, per head h and group,
   cached ``BlockMask`` (only groups that contain padding pay for the mask). Fused on GPUs
   under ``torch.compile``; in eager mode it runs PyTorch's unfused fallback (for tests).
 
-Which path runs is decided in two steps: :func:`impl_unavailable` says whether a path can
-run here at all, :func:`choose_impl` is the rule ``'auto'`` follows among those that can;
-:func:`resolve_impl` applies both.
+What each path supports is one :class:`AttnPath` record in :data:`ATTN_PATHS`;
+:func:`impl_unavailable` (can a path run here at all) and :func:`choose_impl` (the rule
+``'auto'`` follows among those that can) read it, :func:`resolve_impl` applies both.
 """
 import logging
-from typing import Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +27,6 @@ from .checks import check_choice, renamed_argument
 from .decay import DECAY_KINDS, decay_bias, grouped_distance, line_decay_bias, slot_coords
 from .grouping import group_token_index, group_tokens, has_padding, ungroup_tokens
 
-ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
 logger = logging.getLogger('mmevt')
 
 try:  # FlexAttention exists from torch 2.5; the model must still import without it.
@@ -53,43 +52,98 @@ def flex_fits(head_dim: Optional[int]) -> bool:
     return head_dim is None or (head_dim >= 16 and head_dim & (head_dim - 1) == 0)
 
 
-def impl_unavailable(impl: str, device: torch.device, needs_grad: bool = False) -> Optional[str]:
-    """Why attention path ``impl`` cannot run here, or None when it can.
+def _flex_missing() -> Optional[str]:
+    if flex_available():
+        return None
+    return f'needs torch >= 2.5 (FlexAttention); this is torch {torch.__version__}'
+
+
+def _flex_fused(device: torch.device, head_dim: Optional[int]) -> bool:
+    # fused only under torch.compile on CUDA; eager Flex materialises the scores
+    return device.type == 'cuda' and torch.compiler.is_compiling() and flex_fits(head_dim)
+
+
+class AttnPath(NamedTuple):
+    """What one attention path supports.
+
+    Attributes:
+        dropout (bool): applies attention dropout (training with ``dropout_p > 0``).
+        cpu_backward (bool): has a backward pass on CPU.
+        padding (str): how padded keys get zero weight: ``'bias'`` (``-inf`` in the
+            additive decay bias) or ``'block_mask'`` (a Flex ``BlockMask``).
+        head_dims (str): which head dims it runs; documentation, the rule is in ``auto``.
+        missing (callable): ``() -> str | None``, why it cannot run in this torch at all.
+        auto (callable): ``(device, head_dim) -> bool``, whether ``'auto'`` prefers it
+            (the first preferred path that can run wins, in table order).
+    """
+    dropout: bool
+    cpu_backward: bool
+    padding: str
+    head_dims: str
+    missing: Callable[[], Optional[str]] = lambda: None
+    auto: Callable[[torch.device, Optional[int]], bool] = lambda device, head_dim: False
+
+
+ATTN_PATHS: Dict[str, AttnPath] = {
+    # explicit logits, softmax, matmul: slow, obviously right
+    'reference': AttnPath(dropout=True, cpu_backward=True, padding='bias', head_dims='any'),
+    # FlexAttention, the decay computed in-kernel (no bias tensor): when it runs fused
+    'flex': AttnPath(dropout=False, cpu_backward=False, padding='block_mask',
+                     head_dims='any (fused: a power of two >= 16)', missing=_flex_missing,
+                     auto=_flex_fused),
+    # fused scaled_dot_product_attention with the cached bias: everywhere else (on CPU the
+    # fastest path)
+    'sdpa': AttnPath(dropout=True, cpu_backward=True, padding='bias', head_dims='any',
+                     auto=lambda device, head_dim: True),
+}
+ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
+assert set(ATTN_IMPLS) == {'auto', *ATTN_PATHS}
+
+
+def impl_unavailable(impl: str, device: torch.device, *, needs_grad: bool = False,
+                     dropout: bool = False) -> Optional[str]:
+    """Why attention path ``impl`` cannot run here, or None when it can (:data:`ATTN_PATHS`).
 
     Args:
-        impl (str): ``'reference'``, ``'sdpa'`` or ``'flex'``.
+        impl (str): a name in :data:`ATTN_PATHS`.
         device (torch.device): where the inputs are.
         needs_grad (bool): whether a backward pass will follow. Defaults to False.
+        dropout (bool): whether attention dropout is to be applied. Defaults to False.
 
     Returns:
         str | None: the reason, phrased to follow ``attn_impl='flex'``.
     """
-    if impl != 'flex':
-        return None
-    if not flex_available():
-        return f'needs torch >= 2.5 (FlexAttention); this is torch {torch.__version__}'
-    if device.type == 'cpu' and needs_grad:
+    path = ATTN_PATHS[impl]
+    reason = path.missing()
+    if reason is not None:
+        return reason
+    if device.type == 'cpu' and needs_grad and not path.cpu_backward:
         return "has no backward on CPU in this torch; use attn_impl='sdpa' (or 'auto')"
+    if dropout and not path.dropout:
+        return ("cannot apply attention dropout (attn_drop_rate > 0 in training); use "
+                "attn_impl='sdpa' (or 'auto')")
     return None
 
 
-def choose_impl(device: torch.device, head_dim: Optional[int] = None,
-                needs_grad: bool = False) -> str:
-    """The rule of ``attn_impl='auto'``, among the paths that can run here.
+def choose_impl(device: torch.device, head_dim: Optional[int] = None, *,
+                needs_grad: bool = False, dropout: bool = False) -> str:
+    """The rule of ``attn_impl='auto'``: the first path of :data:`ATTN_PATHS` that prefers
+    this case and can run here.
 
-    FlexAttention on CUDA while ``torch.compile`` traces the model (the only case where Flex
-    runs fused: decay in-kernel, no bias tensor, block-sparse padding) when its kernels tile
-    the head dim; fused SDPA with a cached bias everywhere else (eager Flex materialises the
-    scores; on CPU SDPA is fastest).
+    That is FlexAttention on CUDA while ``torch.compile`` traces the model (the only case
+    where Flex runs fused: decay in-kernel, no bias tensor, block-sparse padding) when its
+    kernels tile the head dim and no dropout is asked for; fused SDPA with a cached bias
+    everywhere else (eager Flex materialises the scores; on CPU SDPA is fastest).
     """
-    if (device.type == 'cuda' and torch.compiler.is_compiling() and flex_fits(head_dim)
-            and impl_unavailable('flex', device, needs_grad) is None):
-        return 'flex'
-    return 'sdpa'
+    for name, path in ATTN_PATHS.items():
+        if path.auto(device, head_dim) and impl_unavailable(
+                name, device, needs_grad=needs_grad, dropout=dropout) is None:
+            return name
+    raise AssertionError('no attention path can run')  # sdpa always can
 
 
-def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None,
-                 needs_grad: bool = False) -> str:
+def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None, *,
+                 needs_grad: bool = False, dropout: bool = False) -> str:
     """The concrete path for ``impl``: ``'auto'`` by :func:`choose_impl`, an explicit path
     after checking it can run (:func:`impl_unavailable`).
 
@@ -98,21 +152,23 @@ def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None
     """
     check_choice('attn_impl', impl, ATTN_IMPLS)
     if impl == 'auto':
-        return choose_impl(device, head_dim, needs_grad)
-    reason = impl_unavailable(impl, device, needs_grad)
+        return choose_impl(device, head_dim, needs_grad=needs_grad, dropout=dropout)
+    reason = impl_unavailable(impl, device, needs_grad=needs_grad, dropout=dropout)
     if reason is not None:
         raise ValueError(f'attn_impl={impl!r} {reason}')
     return impl
 
 
 def attention_reference(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
-                        scale: float) -> Tensor:
+                        scale: float, dropout_p: float = 0.) -> Tensor:
     """Plain attention with an additive bias.
 
     Args:
         q, k, v (Tensor): shape ``(B, H, L, D)``.
         bias (Tensor, optional): broadcastable to ``(B, H, L, L)``.
         scale (float): logit scale.
+        dropout_p (float): dropout on the attention weights (inverted: kept weights are
+            scaled by ``1 / (1 - p)``). Defaults to 0.
 
     Returns:
         Tensor: shape ``(B, H, L, D)``.
@@ -120,15 +176,19 @@ def attention_reference(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
     logits = (q @ k.transpose(-2, -1)) * scale
     if bias is not None:
         logits = logits + bias
-    return logits.softmax(dim=-1).to(v.dtype) @ v
+    probs = logits.softmax(dim=-1).to(v.dtype)
+    if dropout_p > 0:
+        probs = F.dropout(probs, dropout_p)
+    return probs @ v
 
 
 def attention_sdpa(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
-                   scale: float) -> Tensor:
+                   scale: float, dropout_p: float = 0.) -> Tensor:
     """Fused ``scaled_dot_product_attention``; same contract as :func:`attention_reference`."""
     if bias is not None and bias.dtype != q.dtype:
         bias = bias.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale,
+                                          dropout_p=dropout_p)
 
 
 def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, decay: str,
@@ -187,6 +247,7 @@ def spatial_decay_attention(q: Tensor,
                             attn_impl: str = 'auto',
                             cache: Optional[GridCache] = None,
                             *,
+                            dropout_p: float = 0.,
                             impl: Optional[str] = None,
                             bias_cache: Optional[GridCache] = None) -> Tensor:
     """Spatial-decay attention over a stage grid, full or inside groups (1D or 2D).
@@ -207,6 +268,8 @@ def spatial_decay_attention(q: Tensor,
         cache (GridCache, optional): memo for the additive bias (``sdpa``, ``reference``) or
             the score_mod and padding block mask (``flex``). Defaults to None (built on
             every call).
+        dropout_p (float): attention dropout; pass 0 outside training. Flex cannot apply
+            it (``'auto'`` then runs SDPA). Defaults to 0.
         impl, bias_cache: deprecated names of ``attn_impl`` and ``cache``.
 
     Returns:
@@ -222,7 +285,8 @@ def spatial_decay_attention(q: Tensor,
     assert log_gamma.numel() == heads
     scale = d ** -0.5 if scale is None else scale
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
-    attn_impl = resolve_impl(attn_impl, q.device, d, needs_grad)
+    attn_impl = resolve_impl(attn_impl, q.device, d, needs_grad=needs_grad,
+                             dropout=dropout_p > 0)
 
     def memo(key: tuple, build):  # per-grid tables live in the stage's cache
         if cache is None:
@@ -244,7 +308,7 @@ def spatial_decay_attention(q: Tensor,
         bias = memo(('bias', qg.dtype), lambda: decay_bias(
             log_gamma, grouped_distance(hw, group_size, mode, decay, q.device)).to(qg.dtype))
         attn = attention_reference if attn_impl == 'reference' else attention_sdpa
-        out = attn(qg, kg, vg, bias[None], scale)
+        out = attn(qg, kg, vg, bias[None], scale, dropout_p)
     out = rearrange(out, 'b (h g) s d -> b g s h d', h=heads)
     return ungroup_tokens(out, n, mode, hw)
 
@@ -256,6 +320,7 @@ def decomposed_decay_attention(q: Tensor,
                                scale: Optional[float] = None,
                                attn_impl: str = 'auto',
                                *,
+                               dropout_p: float = 0.,
                                impl: Optional[str] = None) -> Tensor:
     """RMT's decomposed MaSA: attention along each row, then along each column.
 
@@ -269,6 +334,8 @@ def decomposed_decay_attention(q: Tensor,
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
         attn_impl (str): ``'reference'`` or ``'sdpa'`` (``'auto'`` and ``'flex'`` use SDPA).
             Defaults to ``'auto'``.
+        dropout_p (float): attention dropout in both passes; pass 0 outside training.
+            Defaults to 0.
         impl: deprecated name of ``attn_impl``.
 
     Returns:
@@ -287,8 +354,8 @@ def decomposed_decay_attention(q: Tensor,
 
     # rows: sequences along W, batch over (B, H); then columns: along H, batch over (B, W)
     qw, kw, vw = (rearrange(t, 'b h w n d -> (b h) n w d') for t in (q, k, v))
-    rows = attn(qw, kw, vw, line_bias(w), scale)
+    rows = attn(qw, kw, vw, line_bias(w), scale, dropout_p)
     qh, kh = (rearrange(t, 'b h w n d -> (b w) n h d') for t in (q, k))
     vh = rearrange(rows, '(b h) n w d -> (b w) n h d', b=b)
-    out = attn(qh, kh, vh, line_bias(h), scale)
+    out = attn(qh, kh, vh, line_bias(h), scale, dropout_p)
     return rearrange(out, '(b w) n h d -> b h w n d', b=b)

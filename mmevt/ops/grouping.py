@@ -1,6 +1,8 @@
 """Token grouping: the grouped layouts of a stage grid, group / ungroup and their padding.
 
-Modes (the ``mode`` of an attention layer; which tokens meet):
+Each layout (the ``mode`` of an attention layer: which tokens meet) is one
+:class:`Layout` record in :data:`LAYOUTS`; the mode lists and the single-layout token mixers
+(:data:`mmevt.models.layers.MIXERS`) are derived from it:
 
 - ``full``: one group holding all ``N = H * W`` tokens;
 - ``group`` (EuSA-g): consecutive tokens of the row-major sequence, slot (g, i) holds token
@@ -12,12 +14,12 @@ Modes (the ``mode`` of an attention layer; which tokens meet):
 
 The 1D modes hold a fixed number of tokens ``S = group_size`` whatever the image size; the 2D
 modes (``group_size = s * s``) exist for the "2D windows vs 1D groups" ablation. Every layout
-is one pad plus one ``rearrange`` (no gathers: cheap and ``torch.compile`` friendly), and the
-index table :func:`group_token_index` is that same layout applied to the token indices, so
-the two cannot disagree.
+is one (optional roll,) pad plus one ``rearrange`` (no gathers: cheap and ``torch.compile``
+friendly), and the index table :func:`group_token_index` is that same layout applied to the
+token indices, so the two cannot disagree.
 """
 import math
-from typing import Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -26,17 +28,46 @@ from torch import Tensor
 
 from .checks import check_choice
 
-GROUP_MODES = ('full', 'group', 'dilate', 'window', 'grid')
-WINDOW_MODES = ('window', 'grid')  # 2D partitions, for the "2D windows vs 1D groups" ablation
 
-# grouped layout of each mode: (sequence or padded grid) -> (B, G, S, ...)
-_GROUP = {
-    'group': 'b (g s) ... -> b g s ...',
-    'dilate': 'b (s g) ... -> b g s ...',
-    'window': 'b (gh s1) (gw s2) ... -> b (gh gw) (s1 s2) ...',
-    'grid': 'b (s1 gh) (s2 gw) ... -> b (gh gw) (s1 s2) ...',
+class Layout(NamedTuple):
+    """How one grouping mode puts the tokens of a stage grid into groups.
+
+    Attributes:
+        pattern (str | None): einops pattern from the (padded) sequence ``(B, N, ...)``, or
+            for 2D layouts the padded grid ``(B, H, W, ...)``, to the groups
+            ``(B, G, S, ...)``; axes ``g, s`` (1D) or ``gh, gw, s1, s2`` (2D). None: one
+            group of all tokens.
+        grid (bool): a 2D partition into ``s x s`` windows, so ``group_size`` must be a
+            square (the square-group rule). Defaults to False.
+        shift (bool): roll the tokens by half a group (half a window per side in 2D) before
+            grouping, like Swin's shifted windows. Defaults to False.
+        mixer (bool): also a token mixer of its own name in ``MIXERS``. Defaults to True.
+    """
+    pattern: Optional[str]
+    grid: bool = False
+    shift: bool = False
+    mixer: bool = True
+
+
+LAYOUTS: Dict[str, Layout] = {
+    'full': Layout(None),
+    'group': Layout('b (g s) ... -> b g s ...'),
+    'dilate': Layout('b (s g) ... -> b g s ...'),
+    'window': Layout('b (gh s1) (gw s2) ... -> b (gh gw) (s1 s2) ...', grid=True),
+    'grid': Layout('b (s1 gh) (s2 gw) ... -> b (gh gw) (s1 s2) ...', grid=True),
 }
-_UNGROUP = {mode: ' -> '.join(pattern.split(' -> ')[::-1]) for mode, pattern in _GROUP.items()}
+# derived, for checks and messages (read LAYOUTS itself where a new record must count)
+GROUP_MODES = tuple(LAYOUTS)
+WINDOW_MODES = tuple(m for m, lay in LAYOUTS.items() if lay.grid)
+
+
+def layout(mode: str) -> Layout:
+    """The :class:`Layout` of ``mode``; a ``ValueError`` names the known modes."""
+    return LAYOUTS[check_choice('mode', mode, tuple(LAYOUTS))]
+
+
+def _ungroup_pattern(lay: Layout) -> str:
+    return ' -> '.join(lay.pattern.split(' -> ')[::-1])
 
 
 def num_groups(num_tokens: int, group_size: int) -> int:
@@ -80,9 +111,10 @@ def has_padding(hw: Tuple[int, int], group_size: int, mode: str) -> bool:
     """Whether the grouped layout of an ``H x W`` grid has padded slots (plain ints, so it
     costs nothing and never breaks a ``torch.compile`` graph)."""
     h, w = hw
-    if mode == 'full':
+    lay = layout(mode)
+    if lay.pattern is None:
         return False
-    if mode in WINDOW_MODES:
+    if lay.grid:
         s = window_side(group_size, mode)
         return h % s != 0 or w % s != 0
     return (h * w) % group_size != 0
@@ -95,7 +127,7 @@ def group_tokens(x: Tensor, group_size: int, mode: str,
     Args:
         x (Tensor): shape ``(B, N, ...)``, row-major over the grid.
         group_size (int): tokens per group ``S`` (a square for the 2D modes).
-        mode (str): one of :data:`GROUP_MODES` (see the module docstring).
+        mode (str): a name in :data:`LAYOUTS` (see the module docstring).
         hw (tuple[int, int], optional): the grid ``(H, W)``; needed by the 2D modes.
             Defaults to None.
         pad_value (float): value of the padded slots. Defaults to 0.
@@ -103,23 +135,27 @@ def group_tokens(x: Tensor, group_size: int, mode: str,
     Returns:
         Tensor: shape ``(B, G, S, ...)`` (``(B, 1, N, ...)`` for ``full``).
     """
-    check_choice('mode', mode, GROUP_MODES)
-    if mode == 'full':
+    lay = layout(mode)
+    if lay.pattern is None:
         return x[:, None]
     tail = x.shape[2:]
-    if mode in WINDOW_MODES:
+    if lay.grid:
         s, gh, gw = _window_grid(hw, group_size, mode)
         h, w = hw
         x = x.reshape(x.shape[0], h, w, -1)
+        if lay.shift:
+            x = x.roll((-(s // 2), -(s // 2)), dims=(1, 2))
         x = F.pad(x, (0, 0, 0, gw * s - w, 0, gh * s - h), value=pad_value)
-        x = rearrange(x, _GROUP[mode], s1=s, s2=s)
+        x = rearrange(x, lay.pattern, s1=s, s2=s)
     else:
         n = x.shape[1]
         g = num_groups(n, group_size)
         x = x.reshape(x.shape[0], n, -1)
+        if lay.shift:
+            x = x.roll(-(group_size // 2), dims=1)
         if g * group_size != n:
             x = F.pad(x, (0, 0, 0, g * group_size - n), value=pad_value)
-        x = rearrange(x, _GROUP[mode], g=g)
+        x = rearrange(x, lay.pattern, g=g)
     return x.reshape(*x.shape[:3], *tail)
 
 
@@ -137,16 +173,19 @@ def ungroup_tokens(x: Tensor, num_tokens: int, mode: str,
     Returns:
         Tensor: shape ``(B, N, ...)``.
     """
-    check_choice('mode', mode, GROUP_MODES)
+    lay = layout(mode)
     b, g, s2 = x.shape[:3]
-    if mode == 'full':
+    if lay.pattern is None:
         return x[:, 0]
-    if mode in WINDOW_MODES:
+    if lay.grid:
         s, gh, gw = _window_grid(hw, s2, mode)
         h, w = hw
-        x = rearrange(x, _UNGROUP[mode], gh=gh, gw=gw, s1=s, s2=s)[:, :h, :w]
+        x = rearrange(x, _ungroup_pattern(lay), gh=gh, gw=gw, s1=s, s2=s)[:, :h, :w]
+        if lay.shift:
+            x = x.roll((s // 2, s // 2), dims=(1, 2))
         return x.reshape(b, num_tokens, *x.shape[3:])
-    return rearrange(x, _UNGROUP[mode])[:, :num_tokens]
+    x = rearrange(x, _ungroup_pattern(lay))[:, :num_tokens]
+    return x.roll(s2 // 2, dims=1) if lay.shift else x
 
 
 def group_token_index(hw: Tuple[int, int], group_size: int, mode: str, device=None) -> Tensor:
@@ -163,5 +202,6 @@ def group_token_index(hw: Tuple[int, int], group_size: int, mode: str, device=No
     return group_tokens(idx, group_size, mode, hw, pad_value=n)[0, ..., 0]
 
 
-__all__ = ['GROUP_MODES', 'WINDOW_MODES', 'num_groups', 'square_side', 'window_side',
+__all__ = ['LAYOUTS', 'Layout', 'layout', 'GROUP_MODES', 'WINDOW_MODES', 'num_groups',
+           'square_side', 'window_side',
            'has_padding', 'group_tokens', 'ungroup_tokens', 'group_token_index']

@@ -177,7 +177,7 @@ def detect_arch(state: Mapping[str, Tensor], prefix: str = '') -> Optional[str]:
     """The mmevt ``arch_zoo`` name of an authors' RMT state dict, from its tensors.
 
     Widths, depths, FFN widths, layer-scale stages and (where stored) head counts are
-    compared with every ``rmt-*`` arch.
+    compared with every arch of the authors' RMT layout (``RMT_ARCHS``).
 
     Args:
         state (Mapping): authors' keys, under ``prefix``.
@@ -186,7 +186,7 @@ def detect_arch(state: Mapping[str, Tensor], prefix: str = '') -> Optional[str]:
     Returns:
         str | None: e.g. ``'rmt-s'``; None when no RMT arch matches.
     """
-    from ..models.backbones.evt import arch_zoo, resolve_arch
+    from ..models.backbones.archs import RMT_ARCHS, resolve_arch
     depths = _stage_blocks(state, prefix)
     if not depths:
         return None
@@ -198,12 +198,8 @@ def detect_arch(state: Mapping[str, Tensor], prefix: str = '') -> Optional[str]:
     heads = [state[f'{prefix}layers.{i}.Relpos.decay'].numel()
              if f'{prefix}layers.{i}.Relpos.decay' in state else None
              for i in range(len(depths))]
-    seen = set()
-    for name, arch in arch_zoo.items():
-        if not name.startswith('rmt-') or id(arch) in seen:
-            continue
-        seen.add(id(arch))  # aliases share one dict: report the first (short) name
-        a = resolve_arch(arch)
+    for name in RMT_ARCHS:
+        a = resolve_arch(name)
         if (a['embed_dims'] == dims and a['depths'] == depths
                 and [int(r * c) for r, c in zip(a['mlp_ratios'], dims)] == hidden
                 and [s > 0 for s in a['layer_scales']] == scaled

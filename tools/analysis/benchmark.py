@@ -31,16 +31,19 @@ from typing import Callable, Dict, List, Optional
 import torch
 from torch import nn
 
-DEFAULT_ARCHS = ['evt-t', 'evt-s', 'evt-b', 'evt-l', 'rmt-t', 'rmt-s', 'rmt-b', 'rmt-l',
-                 'swin-t', 'swin-s', 'swin-b']
+from mmevt.models.backbones.archs import ARCH_FAMILIES
+
+SWIN_SIZES = {'swin-t': 'tiny', 'swin-s': 'small', 'swin-b': 'base'}  # Swin itself
+# EVT against its baseline RMT (the arch table's families) and Swin
+DEFAULT_ARCHS = [*ARCH_FAMILIES['evt'], *ARCH_FAMILIES['rmt'], *SWIN_SIZES]
 
 
 def build(arch: str, attn_impl: str) -> Optional[nn.Module]:
     """A backbone by name; ``swin-*`` from mmpretrain or timm, None when neither exists."""
-    if not arch.startswith('swin-'):
+    if arch not in SWIN_SIZES:
         from mmevt.models import EVT
         return EVT(arch, attn_impl=attn_impl)
-    size = {'swin-t': 'tiny', 'swin-s': 'small', 'swin-b': 'base'}[arch]
+    size = SWIN_SIZES[arch]
     try:
         from mmpretrain.models import SwinTransformer
         return SwinTransformer(arch=size, out_indices=(0, 1, 2, 3))

@@ -16,9 +16,9 @@ from typing import Dict, List
 import torch
 
 from mmevt.models import EVT
-from mmevt.ops import decay_log_rates, flex_available, spatial_decay_attention
+from mmevt.ops import (ATTN_PATHS, DECAY_KINDS, LAYOUTS, decay_log_rates,
+                       spatial_decay_attention)
 
-MODES = ('full', 'group', 'dilate', 'window', 'grid')
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 3e-2}
 
 
@@ -29,18 +29,20 @@ def max_rel_err(a: torch.Tensor, b: torch.Tensor) -> float:
 def check_paths(device: torch.device) -> List[Dict]:
     """Every path against the fp32 reference, output and input gradients.
 
-    SDPA and eager Flex run every mode x decay; compiled Flex (each combination is a
-    compile of its own) runs every mode with the Euclidean decay.
+    Every fast path that can run here (:data:`~mmevt.ops.ATTN_PATHS`) runs every layout x
+    decay; compiled Flex (each combination is a compile of its own) runs every layout with
+    the Euclidean decay.
     """
     results = []
     hw, heads, d = (23, 37), 4, 32  # 851 tokens: every mode pads
     lg = decay_log_rates(heads, 2, 4).to(device)
     compiled = torch.compile(spatial_decay_attention)
-    for mode in MODES:
-        for decay in ('euclidean', 'manhattan', 'none'):
-            impls = ['sdpa'] + (['flex'] if flex_available() else [])
-            if flex_available() and decay == 'euclidean':
-                impls.append('flex-compiled')
+    fast = [name for name, path in ATTN_PATHS.items()
+            if name != 'reference' and path.missing() is None]
+    for mode in LAYOUTS:
+        for decay in DECAY_KINDS:
+            impls = fast + (['flex-compiled'] if 'flex' in fast and decay == 'euclidean'
+                            else [])
             torch.manual_seed(0)
             base = [torch.randn(2, hw[0] * hw[1], heads, d, device=device) for _ in range(3)]
             q, k, v = (t.clone().requires_grad_() for t in base)

@@ -1,12 +1,10 @@
-"""EVT backbone family (EVT, EVT-Swin and the RMT baseline) for OpenMMLab 2.x.
+"""The EVT backbone (EVT, EVT-Swin and the RMT baseline) for OpenMMLab 2.x.
 
-This module imports only torch, mmengine and mmevt's own ops/layers, so it runs on
-machines without mmcv's compiled ops or any OpenMMLab toolkit.
+The arch table and its checks are in :mod:`.archs`, pretrained loading in
+:mod:`mmevt.utils.checkpoint`, the attention-path log next to the attention module. This
+module imports only torch, mmengine and mmevt's own ops/layers, so it runs on machines
+without mmcv's compiled ops or any OpenMMLab toolkit.
 """
-import copy
-import logging
-import os.path as osp
-import zipfile
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -15,135 +13,20 @@ from mmengine.model import BaseModule
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from ...ops import ATTN_IMPLS, DECAY_KINDS, GridCache, input_checks_enabled, square_side
-from ...ops.checks import check_choice, check_positive_int, renamed_argument
-from ...utils.checkpoint import unwrap_state_dict
-from ..layers import (MIXERS, ConvDownsample, ConvStem, EVTBlock, PatchEmbed, PatchMerging,
-                      SpatialDecayAttention, build_mixer, build_norm)
-from ..layers.mixers import mixer_type, needs_square_group, takes_arguments
+from ...ops import ATTN_IMPLS, GridCache, input_checks_enabled
+from ...ops.checks import check_choice, renamed_argument
+from ...utils.checkpoint import load_backbone_checkpoint
+from ..layers import (ConvDownsample, ConvStem, EVTBlock, PatchEmbed, PatchMerging,
+                      build_mixer, build_norm)
+from ..layers.attention import log_attention_paths
+from ..layers.mixers import keyword_arguments, mixer_class, mixer_type, takes_arguments
+from .archs import MIN_INPUT_SIZE, arch_zoo, check_arch, resolve_arch
 
-MIN_INPUT_SIZE = 32
-_LOG = logging.getLogger('mmevt')  # the ops' logger: dynamo reorders its calls
-
-_REQUIRED_KEYS = ('embed_dims', 'depths', 'num_heads')
-# Optional arch keys and their defaults; per-stage keys accept a scalar for all stages.
-_ARCH_DEFAULTS = dict(
-    init_values=2.,
-    heads_ranges=4.,
-    mlp_ratios=4.,
-    mixers='full',
-    group_sizes=49,  # divides every stage grid at 224 (56^2, 28^2, 14^2): no padding
-    layer_scales=0.,
-    decay='euclidean',
-    use_rope=False,
-    drop_path_rate=0.1,
-    stem='conv',  # 'conv' (RMT/EVT conv stem) or 'patch' (Swin patch embed + merging)
-    cpe=True,
-    lepe=True,
-    ffn_dwconv=True,
-)
-_PER_STAGE_KEYS = ('embed_dims', 'depths', 'num_heads', 'init_values', 'heads_ranges',
-                   'mlp_ratios', 'mixers', 'group_sizes', 'layer_scales')
-
-
-_RMT = dict(decay='manhattan', use_rope=True, init_values=2)
-_EVT = dict(decay='euclidean', use_rope=False, init_values=2, group_sizes=49)
-_SWIN = dict(decay='euclidean', use_rope=False, init_values=2, heads_ranges=[4, 4, 6, 6],
-             mlp_ratios=4, stem='patch', cpe=False, lepe=False, ffn_dwconv=False,
-             mixers=['group_dilate'] * 3 + ['full'], group_sizes=49)
-_T_DIMS = dict(embed_dims=[64, 128, 256, 512], num_heads=[4, 4, 8, 16], heads_ranges=[4, 4, 6, 6])
-_B_DIMS = dict(embed_dims=[80, 160, 320, 512], num_heads=[5, 5, 10, 16], heads_ranges=[5, 5, 6, 6],
-               layer_scales=[0, 0, 1e-6, 1e-6])
-_L_DIMS = dict(embed_dims=[112, 224, 448, 640], num_heads=[7, 7, 14, 20],
-               heads_ranges=[6, 6, 6, 6], layer_scales=[0, 0, 1e-6, 1e-6])
-
-
-def _aliases(names: Tuple[str, ...], base: dict, **arch) -> Dict[str, dict]:
-    """One arch under several names; ``arch`` overrides ``base``."""
-    return dict.fromkeys(names, {**base, **arch})
-
-
-_SEP = dict(mlp_ratios=[4, 4, 3, 3])  # S/B/L share RMT's per-stage MLP ratios
-arch_zoo: Dict[str, dict] = {
-    # RMT baselines: the authors' public configurations (decomposed MaSA + rotary shift).
-    **_aliases(('rmt-t', 'rmt-tiny'), _RMT, **_T_DIMS, depths=[2, 2, 8, 2], mlp_ratios=3,
-               mixers=['decomposed'] * 2 + ['full'] * 2, drop_path_rate=0.1),
-    **_aliases(('rmt-s', 'rmt-small'), _RMT, **_T_DIMS, **_SEP, depths=[3, 4, 18, 4],
-               mixers=['decomposed'] * 3 + ['full'], drop_path_rate=0.15),
-    **_aliases(('rmt-b', 'rmt-base'), _RMT, **_B_DIMS, **_SEP, depths=[4, 8, 25, 8],
-               mixers=['decomposed'] * 3 + ['full'], drop_path_rate=0.4),
-    **_aliases(('rmt-l', 'rmt-large'), _RMT, **_L_DIMS, **_SEP, depths=[4, 8, 25, 8],
-               mixers=['decomposed'] * 3 + ['full'], drop_path_rate=0.5),
-    # EVT: RMT's widths and decay settings, grouped EuSA where RMT decomposes.
-    **_aliases(('evt-t', 'evt-tiny', 't', 'tiny'), _EVT, **_T_DIMS, depths=[2, 2, 10, 2],
-               mlp_ratios=3, mixers=['group_dilate'] * 3 + ['full'], drop_path_rate=0.1),
-    **_aliases(('evt-s', 'evt-small', 's', 'small'), _EVT, **_T_DIMS, **_SEP,
-               depths=[3, 4, 18, 4], mixers=['group_dilate'] * 3 + ['full'],
-               drop_path_rate=0.15),
-    **_aliases(('evt-b', 'evt-base', 'b', 'base'), _EVT, **_B_DIMS, **_SEP,
-               depths=[4, 8, 25, 8], mixers=['group_dilate'] * 3 + ['full'],
-               drop_path_rate=0.4),
-    **_aliases(('evt-l', 'evt-large', 'l', 'large'), _EVT, **_L_DIMS, **_SEP,
-               depths=[4, 8, 25, 8], mixers=['group_dilate'] * 3 + ['full'],
-               drop_path_rate=0.55),
-    # EVT-Swin: Swin-T/S/B exactly, W-MSA/SW-MSA -> EuSA-g/EuSA-d, last stage full EuSA.
-    **_aliases(('evt-swin-t', 'evt-swin-tiny'), _SWIN, embed_dims=[96, 192, 384, 768],
-               depths=[2, 2, 6, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.2),
-    **_aliases(('evt-swin-s', 'evt-swin-small'), _SWIN, embed_dims=[96, 192, 384, 768],
-               depths=[2, 2, 18, 2], num_heads=[3, 6, 12, 24], drop_path_rate=0.3),
-    **_aliases(('evt-swin-b', 'evt-swin-base'), _SWIN, embed_dims=[128, 256, 512, 1024],
-               depths=[2, 2, 18, 2], num_heads=[4, 8, 16, 32], drop_path_rate=0.5),
-    # Tiny archs for tests: EVT-style and RMT-style (decomposed + rotary, layer scale).
-    **_aliases(('evt-test', 'test'), _EVT, embed_dims=[16, 32, 64, 128], depths=[1, 1, 2, 1],
-               num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
-               mixers=['group_dilate'] * 3 + ['full'], group_sizes=16, drop_path_rate=0.),
-    **_aliases(('rmt-test', ), _RMT, embed_dims=[16, 32, 64, 128], depths=[1, 2, 2, 1],
-               num_heads=[1, 2, 4, 4], heads_ranges=[4, 4, 6, 6], mlp_ratios=2,
-               layer_scales=[0, 0, 1e-6, 1e-6], mixers=['decomposed'] * 3 + ['full'],
-               drop_path_rate=0.),
-}
-
-
-def _per_stage(name: str, value, num_stages: int) -> list:
-    """Broadcast a scalar to every stage; check a list has one entry per stage."""
-    if isinstance(value, (list, tuple)):
-        if len(value) != num_stages:
-            raise ValueError(f'{name} needs one value per stage ({num_stages}), '
-                             f'got {len(value)}: {list(value)}')
-        return list(value)
-    return [value] * num_stages
-
-
-def resolve_arch(arch: Union[str, dict]) -> dict:
-    """Look up ``arch`` in :data:`arch_zoo` or validate a custom arch dict.
-
-    Returns:
-        dict: every key of the arch, per-stage keys as lists.
-    """
-    if isinstance(arch, str):
-        key = arch.lower()
-        if key not in arch_zoo:
-            raise ValueError(f'arch {arch!r} is not known; choose one of '
-                             f'{sorted(arch_zoo)} or pass a dict with keys '
-                             f'{list(_REQUIRED_KEYS)}')
-        arch = arch_zoo[key]
-    elif not isinstance(arch, dict):
-        raise ValueError(f'arch must be a name or a dict, got {type(arch).__name__}')
-    missing = [k for k in _REQUIRED_KEYS if k not in arch]
-    if missing:
-        raise ValueError(f'custom arch is missing required keys {missing}; '
-                         f'required: {list(_REQUIRED_KEYS)}')
-    unknown = sorted(set(arch) - set(_REQUIRED_KEYS) - set(_ARCH_DEFAULTS))
-    if unknown:
-        raise ValueError(f'custom arch has unknown keys {unknown}; allowed: '
-                         f'{list(_REQUIRED_KEYS) + list(_ARCH_DEFAULTS)}')
-    out = copy.deepcopy({**_ARCH_DEFAULTS, **arch})
-    if not isinstance(out['depths'], (list, tuple)) or not out['depths']:
-        raise ValueError(f"arch 'depths' must be a non-empty list, got {out['depths']!r}")
-    num_stages = len(out['depths'])
-    for k in _PER_STAGE_KEYS:
-        out[k] = _per_stage(k, out[k], num_stages)
-    return out
+# what the backbone itself fills in from the arch and its arguments; layer_cfgs cannot
+_BLOCK_FILLED = ('embed_dims', 'mixer', 'mlp_ratio', 'drop_path', 'layer_scale', 'cpe',
+                 'ffn_dwconv')
+_ATTN_FILLED = ('embed_dims', 'num_heads', 'mode', 'decay', 'group_size', 'init_value',
+                'heads_range', 'use_rope', 'lepe', 'attn_impl', 'cache')
 
 
 class EVTStage(nn.Module):
@@ -178,7 +61,8 @@ class EVT(BaseModule):
     followed by blocks ``x += CPE(x); x += mixer(LN(x)); x += FFN(LN(x))``.
 
     Args:
-        arch (str | dict): a name in :data:`arch_zoo` (e.g. ``'evt-t'``, ``'evt-tiny'``,
+        arch (str | dict): a name in :data:`arch_zoo` or an alias in
+            :data:`~.archs.ARCH_ALIASES`, any case (e.g. ``'evt-t'``, ``'evt-tiny'``,
             ``'t'``, ``'rmt-s'``, ``'evt-swin-b'``, ``'evt-test'``) or a dict with keys
             ``embed_dims``, ``depths``, ``num_heads`` and optionally ``init_values``,
             ``heads_ranges``, ``mlp_ratios``, ``mixers``, ``group_sizes``,
@@ -217,6 +101,12 @@ class EVT(BaseModule):
             none. Defaults to None (the arch's).
         attn_impl (str): attention path: ``'auto'``, ``'reference'``, ``'sdpa'`` or
             ``'flex'``. Defaults to ``'auto'``.
+        layer_cfgs (dict | Sequence[dict], optional): options passed through to every
+            block (:class:`~mmevt.models.layers.EVTBlock`) and its token mixer, one dict for
+            all stages or one per stage, e.g. ``dict(attn_drop_rate=0.1)`` (attention
+            dropout, train-only, as Swin's). Each key goes to the module whose ``__init__``
+            takes it; a key no module of the stage takes, or one the arch sets, is an error
+            naming the keys allowed. Defaults to None (no options).
         init_cfg (dict | list[dict], optional): e.g.
             ``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``.
             Defaults to None.
@@ -244,6 +134,7 @@ class EVT(BaseModule):
                  use_rope: Optional[bool] = None,
                  layer_scales: Optional[Union[float, Sequence[float]]] = None,
                  attn_impl: str = 'auto',
+                 layer_cfgs: Optional[Union[dict, Sequence[dict]]] = None,
                  init_cfg: Optional[Union[dict, List[dict]]] = None,
                  group_size: Optional[Union[int, Sequence[int]]] = None,
                  layer_scale: Optional[Union[float, Sequence[float]]] = None):
@@ -263,7 +154,8 @@ class EVT(BaseModule):
         self.num_stages = len(arch['depths'])
         self.embed_dims = arch['embed_dims']
         self.in_channels = in_channels
-        self._check_arch(arch)
+        check_arch(arch)
+        self.layer_cfgs = self._check_layer_cfgs(layer_cfgs, arch)
 
         self.out_indices = self._check_out_indices(out_indices)
         if not isinstance(frozen_stages, int) or not -1 <= frozen_stages <= self.num_stages:
@@ -288,41 +180,39 @@ class EVT(BaseModule):
             else:
                 downsample = PatchMerging(dims[i - 1], dims[i])
             first = sum(arch['depths'][:i])
-            blocks = self._make_blocks(arch, i, dpr[first:first + arch['depths'][i]], attn_impl)
+            blocks = self._make_blocks(arch, i, dpr[first:first + arch['depths'][i]], attn_impl,
+                                       self.layer_cfgs[i])
             self.stages.append(EVTStage(downsample, blocks, with_cp))
         for i in self.out_indices:
             self.add_module(f'norm{i}', build_norm(out_norm_cfg, dims[i]))
         self._freeze_stages()
 
     # ------------------------------------------------------------------ construction
-    @staticmethod
-    def _check_arch(arch: dict) -> None:
-        check_choice('decay', arch['decay'], DECAY_KINDS)
-        if arch['stem'] not in ('conv', 'patch'):
-            raise ValueError(f"arch 'stem' must be 'conv' or 'patch', got {arch['stem']!r}")
-        for i, (c, h) in enumerate(zip(arch['embed_dims'], arch['num_heads'])):
-            if not isinstance(h, int) or h <= 0 or c % h:
-                raise ValueError(f'num_heads[{i}]={h!r} must be a positive int dividing '
-                                 f'embed_dims[{i}]={c}')
-        for i, mixer in enumerate(arch['mixers']):
-            name = mixer_type(mixer)
-            if name not in MIXERS:
-                raise ValueError(f'mixers[{i}] must be one of {list(MIXERS)} (or a dict '
-                                 f"with such a 'type'), got {mixer!r}")
-            if isinstance(mixer, dict) and len(mixer) > 1 and not takes_arguments(name):
-                with_args = [m for m in MIXERS if takes_arguments(m)]
-                raise ValueError(f'mixers[{i}]: only {with_args} take arguments; '
-                                 f'use group_sizes / decay for {name!r}, got {mixer!r}')
-        for i, (g, mixer) in enumerate(zip(arch['group_sizes'], arch['mixers'])):
-            check_positive_int(f'group_sizes[{i}]', g)
-            if needs_square_group(mixer_type(mixer)) and square_side(g) is None:
-                raise ValueError(f'group_sizes[{i}]={g} must be a square (tokens per 2D '
-                                 f'window, e.g. 49 or 64) for mixers[{i}]={mixer!r}')
-        for i, d in enumerate(arch['depths']):
-            if not isinstance(d, int) or d < 1:
-                raise ValueError(f'depths[{i}] must be a positive int, got {d!r}')
-        if not 0 <= arch['drop_path_rate'] < 1:
-            raise ValueError(f"drop_path_rate must be in [0, 1), got {arch['drop_path_rate']}")
+    def _check_layer_cfgs(self, layer_cfgs: Optional[Union[dict, Sequence[dict]]],
+                          arch: dict) -> List[dict]:
+        """One options dict per stage, each key taken by the stage's block or mixer."""
+        if layer_cfgs is None:
+            layer_cfgs = {}
+        if isinstance(layer_cfgs, dict):
+            layer_cfgs = [layer_cfgs] * self.num_stages
+        elif (not isinstance(layer_cfgs, (list, tuple)) or len(layer_cfgs) != self.num_stages
+              or not all(isinstance(c, dict) for c in layer_cfgs)):
+            raise ValueError(f'layer_cfgs must be a dict or a list of {self.num_stages} dicts '
+                             f'(one per stage), got {layer_cfgs!r}')
+        out = []
+        for i, cfg in enumerate(layer_cfgs):
+            name = mixer_type(arch['mixers'][i])
+            attn_filled = () if takes_arguments(name) else _ATTN_FILLED
+            allowed = [k for k in keyword_arguments(EVTBlock) if k not in _BLOCK_FILLED]
+            allowed += [k for k in keyword_arguments(mixer_class(name))
+                        if k not in attn_filled + ('embed_dims', 'num_heads') + tuple(allowed)]
+            bad = sorted(set(cfg) - set(allowed))
+            if bad:
+                raise ValueError(f'layer_cfgs[{i}] has keys {bad} that no module of stage {i} '
+                                 f'takes as an option (EVTBlock, mixer {name!r}); allowed: '
+                                 f'{allowed} (the arch and EVT arguments set the others)')
+            out.append(dict(cfg))
+        return out
 
     def _check_out_indices(self, out_indices: Sequence[int]) -> Tuple[int, ...]:
         if isinstance(out_indices, int):
@@ -338,18 +228,23 @@ class EVT(BaseModule):
         return tuple(sorted(set(result)))
 
     @staticmethod
-    def _make_blocks(arch: dict, i: int, dpr: List[float], attn_impl: str) -> List[EVTBlock]:
-        dims = arch['embed_dims'][i]
-        attn_kwargs = dict(
-            decay=arch['decay'], group_size=arch['group_sizes'][i],
-            init_value=arch['init_values'][i], heads_range=arch['heads_ranges'][i],
-            use_rope=arch['use_rope'], lepe=arch['lepe'], attn_impl=attn_impl,
-            cache=GridCache())  # shared by the stage's blocks: same grid, same rates
+    def _make_blocks(arch: dict, i: int, dpr: List[float], attn_impl: str,
+                     options: Dict[str, object]) -> List[EVTBlock]:
+        """The blocks of stage ``i``: settings from the arch, ``options`` passed through."""
+        dims, mixer = arch['embed_dims'][i], arch['mixers'][i]
+        block_keys = set(keyword_arguments(EVTBlock))
+        block_opts = {k: v for k, v in options.items() if k in block_keys}
+        mixer_opts = {k: v for k, v in options.items() if k not in block_keys}
+        if not takes_arguments(mixer_type(mixer)):  # the arch describes decay attention
+            mixer_opts.update(
+                decay=arch['decay'], group_size=arch['group_sizes'][i],
+                init_value=arch['init_values'][i], heads_range=arch['heads_ranges'][i],
+                use_rope=arch['use_rope'], lepe=arch['lepe'], attn_impl=attn_impl,
+                cache=GridCache())  # shared by the stage's blocks: same grid, same rates
         return [
-            EVTBlock(dims, build_mixer(arch['mixers'][i], j, dims, arch['num_heads'][i],
-                                       **attn_kwargs),
+            EVTBlock(dims, build_mixer(mixer, j, dims, arch['num_heads'][i], **mixer_opts),
                      arch['mlp_ratios'][i], drop, arch['layer_scales'][i], arch['cpe'],
-                     arch['ffn_dwconv']) for j, drop in enumerate(dpr)
+                     arch['ffn_dwconv'], **block_opts) for j, drop in enumerate(dpr)
         ]
 
     # ------------------------------------------------------------------ init / freeze
@@ -383,41 +278,7 @@ class EVT(BaseModule):
         """Load backbone weights from ``ckpt`` (keys under ``prefix`` if given), reporting
         missing / unexpected keys and refusing shape mismatches (see :meth:`init_weights`).
         """
-        from mmengine.logging import print_log
-        from mmengine.runner.checkpoint import CheckpointLoader
-        if not ckpt or ('://' not in str(ckpt) and not osp.isfile(ckpt)):
-            raise FileNotFoundError(
-                f'init_cfg.checkpoint of EVT: checkpoint file {ckpt!r} does not exist. '
-                'Point init_cfg.checkpoint (e.g. model.backbone.init_cfg.checkpoint in the '
-                'config, or --cfg-options) at an existing file.')
-        try:
-            loaded = CheckpointLoader.load_checkpoint(ckpt, map_location=map_location)
-        except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
-            raise ValueError(f'init_cfg.checkpoint {ckpt!r} is truncated or not a PyTorch '
-                             f'checkpoint: {err}') from err
-        state = unwrap_state_dict(loaded)
-        if prefix:
-            state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
-        own = self.state_dict()
-        shape_errors = [f'{k}: checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}'
-                        for k, v in state.items() if k in own and v.shape != own[k].shape]
-        if shape_errors:
-            raise ValueError(f'{ckpt}: {len(shape_errors)} tensors have the wrong shape for '
-                             f'this EVT arch, e.g. {shape_errors[:3]}; is it a checkpoint of '
-                             'another arch?')
-        matched = {k: v for k, v in state.items() if k in own}
-        if not matched:
-            raise ValueError(f'{ckpt}: none of its {len(state)} tensors (prefix {prefix!r}) is '
-                             f'an EVT key, e.g. {sorted(state)[:3]} vs {sorted(own)[:3]}; set '
-                             "init_cfg.prefix (e.g. 'backbone.') to match the checkpoint")
-        self.load_state_dict(matched, strict=False)
-        missing = [k for k in own if k not in state]
-        unexpected = [k for k in state if k not in own]
-        print_log(f'EVT: loaded {len(matched)}/{len(own)} tensors from {ckpt}'
-                  + (f'; missing (kept at init): {missing}' if missing else '')
-                  + (f'; unexpected (ignored): {unexpected}' if unexpected else ''),
-                  logger='current', level=logging.WARNING if missing or unexpected
-                  else logging.INFO)
+        load_backbone_checkpoint(self, ckpt, prefix, map_location, owner='EVT')
 
     def _freeze_stages(self) -> None:
         frozen = []
@@ -455,7 +316,8 @@ class EVT(BaseModule):
             bad = (~torch.isfinite(x)).nonzero()[0].tolist()
             raise ValueError(f'EVT input has NaN/Inf values, first at index {bad} '
                              f'(input checks are on: MMEVT_DEBUG or set_input_checks)')
-        self._log_attention_paths(x)
+        log_attention_paths('EVT', [[blk.attn for blk in stage.blocks] for stage in self.stages],
+                            x, self.attn_impl, self._logged_paths)
         x = self.stem(x).permute(0, 2, 3, 1)
         outs = []
         for i, stage in enumerate(self.stages):
@@ -464,22 +326,6 @@ class EVT(BaseModule):
                 out = getattr(self, f'norm{i}')(x)
                 outs.append(out.permute(0, 3, 1, 2).contiguous())
         return tuple(outs)
-
-    def _log_attention_paths(self, x: Tensor) -> None:
-        """Log which attention path each stage runs, once per model, device and compile state
-        (the choice is the ops' :func:`~mmevt.ops.resolve_impl`; errors are left to them)."""
-        situation = (x.device.type, torch.compiler.is_compiling())
-        if situation in self._logged_paths:
-            return
-        self._logged_paths.add(situation)
-        paths = []
-        for i, stage in enumerate(self.stages):
-            impls = dict.fromkeys(blk.attn.resolved_impl(x.device) for blk in stage.blocks
-                                  if isinstance(blk.attn, SpatialDecayAttention))
-            paths.append(f"{i}: {'/'.join(impls) or 'other mixer'}")
-        _LOG.info(f'EVT attention paths on {x.device.type}'
-                    f"{', compiled' if situation[1] else ''} (attn_impl={self.attn_impl!r}), "
-                    f"per stage: {'; '.join(paths)}")
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> Tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay (mmpretrain's

@@ -1,18 +1,21 @@
-"""Spatial-decay self-attention token mixers: EuSA (EVT) and MaSA (RMT)."""
-from typing import Optional
+"""Spatial-decay self-attention token mixers: EuSA (EVT) and MaSA (RMT), and the log of
+the attention paths a model runs."""
+import logging
+from typing import Iterable, Optional, Sequence
 
 import torch
 from einops import rearrange
 from torch import Tensor, nn
 
-from ...ops import (ATTN_IMPLS, DECAY_KINDS, GROUP_MODES, WINDOW_MODES, GridCache,
-                    apply_rotary, decay_log_rates, decomposed_decay_attention, resolve_impl,
-                    rotary_sin_cos, spatial_decay_attention, window_side)
+from ...ops import (ATTN_IMPLS, ATTN_PATHS, DECAY_KINDS, LAYOUTS, GridCache, apply_rotary,
+                    decay_log_rates, decomposed_decay_attention, resolve_impl, rotary_sin_cos,
+                    spatial_decay_attention, window_side)
 from ...ops.checks import check_choice, check_heads, check_positive_int, renamed_argument
 from .conv import DWConv2d
 
 # the grouped layouts of the ops, plus RMT's row-then-column decomposition
-ATTN_MODES = (*GROUP_MODES, 'decomposed')
+ATTN_MODES = (*LAYOUTS, 'decomposed')
+_LOG = logging.getLogger('mmevt')  # the ops' logger: dynamo reorders its calls
 
 
 class SpatialDecayAttention(nn.Module):
@@ -44,10 +47,14 @@ class SpatialDecayAttention(nn.Module):
             Defaults to ``'auto'``.
         cache (GridCache, optional): per-grid cache shared by the blocks of a stage.
             Defaults to None (a private cache).
+        attn_drop_rate (float): dropout on the attention weights, in training only (as
+            Swin's ``attn_drop_rate``); Flex cannot apply it, so ``'auto'`` runs SDPA while
+            it is active and ``attn_impl='flex'`` with a rate is an error. Defaults to 0.
         bias_cache (GridCache, optional): deprecated name of ``cache``.
 
     Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
     """
+    deprecated_arguments = ('bias_cache', )
 
     def __init__(self,
                  embed_dims: int,
@@ -61,16 +68,24 @@ class SpatialDecayAttention(nn.Module):
                  lepe: bool = True,
                  attn_impl: str = 'auto',
                  cache: Optional[GridCache] = None,
+                 attn_drop_rate: float = 0.,
                  bias_cache: Optional[GridCache] = None):
         super().__init__()
         cache = renamed_argument(type(self).__name__, 'bias_cache', 'cache', bias_cache, cache)
         self.head_dims = check_heads(embed_dims, num_heads)
         check_positive_int('group_size', group_size)
         self.mode = check_choice('mode', mode, ATTN_MODES)
-        if mode in WINDOW_MODES:
+        if mode in LAYOUTS and LAYOUTS[mode].grid:
             window_side(group_size, mode)
         self.decay = check_choice('decay', decay, DECAY_KINDS)
         self.attn_impl = check_choice('attn_impl', attn_impl, ATTN_IMPLS)
+        if not 0 <= attn_drop_rate < 1:
+            raise ValueError(f'attn_drop_rate must be in [0, 1), got {attn_drop_rate!r}')
+        if attn_drop_rate and attn_impl != 'auto' and not ATTN_PATHS[attn_impl].dropout:
+            raise ValueError(f'attn_impl={attn_impl!r} cannot apply attention dropout '
+                             f'(attn_drop_rate={attn_drop_rate}); use attn_impl=\'auto\' '
+                             "(it runs SDPA while dropout is active) or 'sdpa'")
+        self.attn_drop_rate = attn_drop_rate
         self.embed_dims, self.num_heads = embed_dims, num_heads
         if use_rope and self.head_dims % 2:
             raise ValueError(f'use_rope needs an even head dim, got {self.head_dims}')
@@ -87,13 +102,20 @@ class SpatialDecayAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return (f'mode={self.mode}, decay={self.decay}, heads={self.num_heads}, '
-                f'group_size={self.group_size}, use_rope={self.use_rope}')
+                f'group_size={self.group_size}, use_rope={self.use_rope}'
+                + (f', attn_drop_rate={self.attn_drop_rate}' if self.attn_drop_rate else ''))
+
+    @property
+    def dropout_p(self) -> float:
+        """The attention dropout of this call: the rate in training, 0 in eval."""
+        return self.attn_drop_rate if self.training else 0.
 
     def resolved_impl(self, device: torch.device, needs_grad: bool = False) -> str:
         """The attention path this module runs on ``device`` (``attn_impl`` resolved)."""
         if self.mode == 'decomposed':  # row / column passes: reference or SDPA only
             return 'reference' if self.attn_impl == 'reference' else 'sdpa'
-        return resolve_impl(self.attn_impl, device, self.head_dims, needs_grad)
+        return resolve_impl(self.attn_impl, device, self.head_dims, needs_grad=needs_grad,
+                            dropout=self.dropout_p > 0)
 
     def forward(self, x: Tensor) -> Tensor:
         h, w = x.shape[1:3]
@@ -109,13 +131,46 @@ class SpatialDecayAttention(nn.Module):
         if self.mode == 'decomposed':
             q, k, v = (rearrange(t, 'b (h w) n d -> b h w n d', h=h) for t in (q, k, v))
             out = decomposed_decay_attention(q, k, v, self.log_gamma, self.scale,
-                                             self.attn_impl)
+                                             self.attn_impl, dropout_p=self.dropout_p)
             out = rearrange(out, 'b h w n d -> b h w (n d)')
         else:
             out = spatial_decay_attention(q, k, v, (h, w), self.log_gamma, self.decay,
                                           self.mode, self.group_size, self.scale,
-                                          self.attn_impl, self.cache)
+                                          self.attn_impl, self.cache,
+                                          dropout_p=self.dropout_p)
             out = rearrange(out, 'b (h w) n d -> b h w (n d)', h=h)
         if lepe is not None:
             out = out + lepe
         return self.proj(out)
+
+
+def log_attention_paths(owner: str, stages: Sequence[Iterable[nn.Module]], x: Tensor,
+                        attn_impl: str, seen: set) -> None:
+    """Log (INFO, ``mmevt`` logger) which attention path each stage runs, once per
+    situation (device, compile state, training with attention dropout) recorded in ``seen``.
+
+    The choice is the ops' :func:`~mmevt.ops.resolve_impl`; errors are left to them.
+
+    Args:
+        owner (str): the model's name in the message, e.g. ``'EVT'``.
+        stages (Sequence[Iterable[nn.Module]]): each stage's token mixers.
+        x (Tensor): the model's input (its device).
+        attn_impl (str): the ``attn_impl`` the model was built with.
+        seen (set): situations already logged; updated.
+    """
+    mixers = [list(stage) for stage in stages]
+    dropout = any(m.dropout_p > 0 for stage in mixers for m in stage
+                  if isinstance(m, SpatialDecayAttention))
+    situation = (x.device.type, torch.compiler.is_compiling(), dropout)
+    if situation in seen:
+        return
+    seen.add(situation)
+    paths = []
+    for i, stage in enumerate(mixers):
+        impls = dict.fromkeys(m.resolved_impl(x.device) for m in stage
+                              if isinstance(m, SpatialDecayAttention))
+        paths.append(f"{i}: {'/'.join(impls) or 'other mixer'}")
+    _LOG.info(f'{owner} attention paths on {x.device.type}'
+              f"{', compiled' if situation[1] else ''}"
+              f"{', attention dropout' if dropout else ''} (attn_impl={attn_impl!r}), "
+              f"per stage: {'; '.join(paths)}")

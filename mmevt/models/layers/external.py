@@ -17,12 +17,14 @@ class ExternalAttention(nn.Module):
         num_heads (int): heads; must divide C. Defaults to 1.
         memory_size (int): memory slots S. Defaults to 64.
         eps (float): guard of the l1 normalisation. Defaults to 1e-9.
+        attn_drop_rate (float): dropout on the attention map, in training only (ours: the
+            same option as the other mixers). Defaults to 0.
 
     Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
     """
 
     def __init__(self, embed_dims: int, num_heads: int = 1, memory_size: int = 64,
-                 eps: float = 1e-9):
+                 eps: float = 1e-9, attn_drop_rate: float = 0.):
         super().__init__()
         head_dims = check_heads(embed_dims, num_heads)
         if memory_size <= 0:
@@ -31,6 +33,7 @@ class ExternalAttention(nn.Module):
         self.q = nn.Linear(embed_dims, embed_dims)
         self.mk = nn.Linear(head_dims, memory_size, bias=False)
         self.mv = nn.Linear(memory_size, head_dims, bias=False)
+        self.attn_drop = nn.Dropout(attn_drop_rate)
         self.proj = nn.Linear(embed_dims, embed_dims)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -38,5 +41,5 @@ class ExternalAttention(nn.Module):
         q = rearrange(self.q(x), 'b h w (n d) -> b n (h w) d', n=self.num_heads)
         attn = self.mk(q).softmax(dim=-2)  # over tokens
         attn = attn / (attn.sum(dim=-1, keepdim=True) + self.eps)  # l1 over memory slots
-        out = rearrange(self.mv(attn), 'b n (h w) d -> b h w (n d)', h=h)
+        out = rearrange(self.mv(self.attn_drop(attn)), 'b n (h w) d -> b h w (n d)', h=h)
         return self.proj(out)

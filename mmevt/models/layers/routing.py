@@ -27,12 +27,15 @@ class BiLevelRoutingAttention(nn.Module):
         topk (int): routed regions per region (clipped to ``S * S``). Defaults to 4.
         lepe (bool): add LePE. Defaults to True.
         qk_scale (float, optional): logit scale. Defaults to ``head_dim ** -0.5``.
+        attn_drop_rate (float): dropout on the token-level attention weights, in training
+            only (ours: the same option as the other mixers). Defaults to 0.
 
     Shapes: ``(B, H, W, C) -> (B, H, W, C)``.
     """
 
     def __init__(self, embed_dims: int, num_heads: int = 8, n_win: int = 7, topk: int = 4,
-                 lepe: bool = True, qk_scale: Optional[float] = None):
+                 lepe: bool = True, qk_scale: Optional[float] = None,
+                 attn_drop_rate: float = 0.):
         super().__init__()
         head_dims = check_heads(embed_dims, num_heads)
         if n_win <= 0 or topk <= 0:
@@ -40,6 +43,7 @@ class BiLevelRoutingAttention(nn.Module):
                              f'topk={topk}')
         self.num_heads, self.n_win, self.topk = num_heads, n_win, topk
         self.scale = qk_scale or head_dims ** -0.5
+        self.attn_drop_rate = attn_drop_rate
         self.qkv = nn.Linear(embed_dims, 3 * embed_dims)
         self.lepe = DWConv2d(embed_dims, 5) if lepe else None
         self.proj = nn.Linear(embed_dims, embed_dims)
@@ -83,7 +87,9 @@ class BiLevelRoutingAttention(nn.Module):
         qh, kh, vh = (rearrange(t, split, n=heads) for t in (q, kg, vg))
         mask = torch.zeros_like(key_ok).masked_fill(key_ok == 0, float('-inf'))
         mask = rearrange(mask, 'b r l -> (b r) 1 1 l').to(qh.dtype)
-        out = F.scaled_dot_product_attention(qh, kh, vh, scale=self.scale, attn_mask=mask)
+        out = F.scaled_dot_product_attention(
+            qh, kh, vh, scale=self.scale, attn_mask=mask,
+            dropout_p=self.attn_drop_rate if self.training else 0.)
         out = rearrange(out, '(b s1 s2) n (rh rw) d -> b (s1 rh) (s2 rw) (n d)', s1=s, s2=s,
                         rh=rh)[:, :h, :w]
         if lepe is not None:
