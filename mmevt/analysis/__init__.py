@@ -1,5 +1,8 @@
 from .attention_maps import attention_rollout, dense_attention, visible_mask
 from .complexity import count_macs, count_params, macs_breakdown, model_complexity
+from .flop_handles import register_flop_handles
+from .flops import analyze_flops, config_complexity
 
-__all__ = ['attention_rollout', 'count_macs', 'count_params', 'dense_attention',
-           'macs_breakdown', 'model_complexity', 'visible_mask']
+__all__ = ['analyze_flops', 'attention_rollout', 'config_complexity', 'count_macs',
+           'count_params', 'dense_attention', 'macs_breakdown', 'model_complexity',
+           'register_flop_handles', 'visible_mask']

@@ -4,22 +4,23 @@
     python tools/analysis/model_table.py det   # configs/det at 1280 x 800 (W x H)
     python tools/analysis/model_table.py seg   # configs/seg at 2048 x 512 (W x H)
 
-Params are the whole model's. FLOPs are multiply-adds of one forward: for segmentation the
-whole network (``model._forward``: backbone, neck, decode heads); for detection the feature
-extractor (``model.extract_feat``: backbone + FPN), since the RoI heads' cost depends on the
-number of proposals. They are counted by ``torch.utils.flop_counter`` with EVT's attention
-routed through the explicit reference path (on the ``meta`` device: shapes only), so
-attention matmuls are counted. Prints a markdown table with the papers' / authors' numbers
-next to ours, labelled as theirs, and each config's recipe as the config states it
-(lr, weight decay, drop path, images per GPU, warm-up iterations, training augmentation).
+Counted as ``tools/analysis/get_flops.py`` counts (the same function,
+:func:`mmevt.analysis.flops.config_complexity`): mmengine's ``FlopAnalyzer``, the toolkits'
+counter, with fused attention counted; one FLOP per multiply-add, G = 1e9. Params are the
+whole model's (auxiliary heads included). FLOPs: for segmentation the inference forward
+(backbone, neck, decode head; the auxiliary head runs only in training); for detection the
+feature extractor (``extract_feat``: backbone + FPN), since the RoI heads' cost depends on
+the number of proposals. Prints a markdown table with the papers' / authors' numbers next
+to ours, labelled as theirs, and each config's recipe as the config states it (lr, weight
+decay, drop path, images per GPU, warm-up iterations, training augmentation).
 """
 import argparse
 import glob
-import importlib
 import json
 import os.path as osp
 import re
 import sys
+from typing import Optional
 
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -77,23 +78,57 @@ def recipe(cfg) -> str:
             f"{cfg.train_dataloader.batch_size} | {warmup[0].end if warmup else 0} | {aug}")
 
 
-def _measure(cfg_path: str, shape):
+def table_row(path: str, shape, flops_memo: Optional[dict] = None) -> dict:
+    """One config's table row (markdown, without the trailing newline) and its numbers.
+
+    Args:
+        path (str): the config file.
+        shape (tuple[int, int]): input ``(H, W)``.
+        flops_memo (dict, optional): detection FLOPs by backbone + neck settings, shared
+            between calls: configs that differ only in heads or recipe (1x / 3x, Mask /
+            Cascade) have the same feature extractor, counted once. Defaults to None.
+
+    Returns:
+        dict: ``row`` (markdown), ``params`` and ``flops`` (the counted FLOPs column).
+    """
     import mmevt  # noqa: F401
     from mmengine.config import Config
-    from mmengine.registry import DefaultScope
 
-    from mmevt.analysis import count_macs, count_params
-    cfg = Config.fromfile(cfg_path)
-    row = recipe(cfg)
-    cfg.model.backbone.init_cfg = None
-    scope = cfg.default_scope
-    with DefaultScope.overwrite_default_scope(scope):
-        model = importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model)
-        if scope == 'mmdet':
-            macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m.extract_feat(x))
-        else:
-            macs = count_macs(model, (1, 3) + tuple(shape), lambda m, x: m._forward(x))
-    return count_params(model), macs, row
+    from mmevt.analysis import config_complexity, count_params
+    from mmevt.analysis.flops import build_from_config
+    cfg = Config.fromfile(path)
+    det = cfg.default_scope == 'mmdet'
+    key = repr((cfg.model.backbone, cfg.model.neck, tuple(shape))) if det else None
+    if flops_memo is not None and key in flops_memo:
+        params, flops = count_params(build_from_config(cfg)[0]), flops_memo[key]
+    else:
+        counts = config_complexity(cfg, shape, features_only=det)
+        params, flops = counts['params']['total'], counts['flops']['total']
+        if flops_memo is not None and det:
+            flops_memo[key] = flops
+    name = osp.splitext(osp.basename(path))[0]
+    m = NAME.match(name)
+    family, arch, sched = (m['family'], m['arch'], m['sched']) if m else (name, '', '')
+    # ablations change the model: the papers' number of the base config does not apply
+    paper = '-' if 'ablation' in path else PAPER.get((family, sched, arch), '-')
+    row = (f'| {name} | {recipe(cfg)} | {params / 1e6:.1f} | {flops / 1e9:.0f} | {paper} '
+           '| not trained here |')
+    return dict(row=row, params=params, flops=flops)
+
+
+def config_paths(task: str, name_filter: str = '') -> list:
+    """The configs of ``task`` (``'det'`` or ``'seg'``) in table order."""
+    paths = sorted(glob.glob(osp.join(REPO, 'configs', task, '*', '*.py')))
+    return [p for p in paths if name_filter in osp.basename(p) and '_base_' not in p]
+
+
+def header(task: str, shape) -> str:
+    """The table's header and separator lines."""
+    metric = 'box / mask AP' if task == 'det' else 'mIoU'
+    what = 'backbone+FPN FLOPs' if task == 'det' else 'FLOPs'
+    return (f'| config | lr | wd | drop path | img/GPU | warm-up | aug | params (M) '
+            f'| {what} (G) @ {shape[1]}x{shape[0]} | their {metric} | our {metric} |\n'
+            + '|---' * 11 + '|')
 
 
 def main() -> None:
@@ -104,25 +139,15 @@ def main() -> None:
     parser.add_argument('--filter', default='', help='only configs whose name contains this')
     parser.add_argument('--json', help='also write the numbers here')
     args = parser.parse_args()
-    shape = args.shape or ((800, 1280) if args.task == 'det' else (512, 2048))
-    paths = sorted(glob.glob(osp.join(REPO, 'configs', args.task, '*', '*.py')))
-    paths = [p for p in paths if args.filter in osp.basename(p) and '_base_' not in p]
-    metric = 'box / mask AP' if args.task == 'det' else 'mIoU'
-    what = 'backbone+FPN FLOPs' if args.task == 'det' else 'FLOPs'
-    print(f'| config | lr | wd | drop path | img/GPU | warm-up | aug | params (M) '
-          f'| {what} (G) @ {shape[1]}x{shape[0]} | their {metric} | our {metric} |')
-    print('|---' * 11 + '|')
-    rows = {}
-    for path in paths:
-        name = osp.splitext(osp.basename(path))[0]
-        m = NAME.match(name)
-        family, arch, sched = (m['family'], m['arch'], m['sched']) if m else (name, '', '')
-        params, macs, row = _measure(path, shape)
-        rows[name] = dict(params=params, macs=macs)
-        # ablations change the model: the papers' number of the base config does not apply
-        paper = '-' if 'ablation' in path else PAPER.get((family, sched, arch), '-')
-        print(f'| {name} | {row} | {params / 1e6:.1f} | {macs / 1e9:.0f} | {paper} '
-              '| not trained here |', flush=True)
+    from mmevt.analysis.flops import DEFAULT_SHAPES
+    shape = tuple(args.shape or DEFAULT_SHAPES['mmdet' if args.task == 'det' else 'mmseg'])
+    print(header(args.task, shape))
+    rows, memo = {}, {}
+    for path in config_paths(args.task, args.filter):
+        result = table_row(path, shape, memo)
+        rows[osp.splitext(osp.basename(path))[0]] = dict(params=result['params'],
+                                                         flops=result['flops'])
+        print(result['row'], flush=True)
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(rows, f, indent=1)

@@ -1,0 +1,159 @@
+"""Params and FLOPs of OpenMMLab models with the toolkits' own counter, without a dataset.
+
+The counter is mmengine's ``FlopAnalyzer``, the one mmdet's, mmseg's and mmpretrain's
+``get_flops.py`` use (through ``get_model_complexity_info``): it traces one forward pass
+with ``torch.jit`` and counts one FLOP per multiply-add of convolutions, linears, matmuls,
+norms, upsampling and pooling; other elementwise ops are not counted. ``import mmevt`` adds
+scaled-dot-product attention to it (:mod:`mmevt.analysis.flop_handles`). The trace computes
+for real (it cannot run on the ``meta`` device), so a count costs one forward pass.
+
+The forward pass is the toolkits' ``mode='tensor'`` one, what their ``get_flops.py`` count:
+detectors and segmentors without post-processing (a two-stage detector's RoI heads run on
+the proposals its RPN keeps), classifiers up to the logits; auxiliary heads, which run only
+in training, are not part of it.
+"""
+import importlib
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from .complexity import count_params
+
+PARTS = ('backbone', 'neck')  # reported on their own; everything else is "heads"
+TOOLKITS = ('mmdet', 'mmseg', 'mmpretrain')
+# The sizes the papers quote FLOPs at: COCO 1280 x 800 (Swin, RMT, EVT), ADE20K UperNet /
+# Semantic FPN 2048 x 512 (Swin, RMT), ImageNet 224.
+DEFAULT_SHAPES = {'mmdet': (800, 1280), 'mmseg': (512, 2048), 'mmpretrain': (224, 224)}
+
+
+@contextmanager
+def _forward_as(model: nn.Module, forward: Callable[..., Any]) -> Iterator[None]:
+    """Make ``model(*args)`` run ``forward(*args)`` (an instance attribute over the class's
+    ``forward``, as mmdet's ``get_flops.py`` does), so module hooks and scopes still work."""
+    model.forward = forward
+    try:
+        yield
+    finally:
+        del model.forward
+
+
+def analyze_flops(model: nn.Module, inputs: Tuple[Tensor, ...],
+                  forward: Optional[Callable[..., Any]] = None):
+    """mmengine's ``FlopAnalyzer`` of one call ``forward(*inputs)`` (``model(*inputs)`` by
+    default), already run, without gradients.
+
+    Args:
+        model (nn.Module): the model; its submodules' names key ``by_module()``.
+        inputs (tuple[Tensor]): positional inputs, e.g. ``(x, )`` with ``x`` of shape
+            ``(B, C, H, W)``.
+        forward (callable, optional): what ``model(*inputs)`` should run, e.g. a bound
+            method with keyword arguments bound. Defaults to None (``model.forward``).
+
+    Returns:
+        FlopAnalyzer: with ``total()``, ``by_module()``, ``by_operator()`` and
+        ``unsupported_ops()``; its warnings are off (read ``unsupported_ops()``).
+    """
+    from mmengine.analysis import FlopAnalyzer
+    analyzer = FlopAnalyzer(model, inputs)
+    analyzer.unsupported_ops_warnings(False).uncalled_modules_warnings(False)
+    with torch.no_grad(), (_forward_as(model, forward) if forward else _noop()):
+        analyzer.total()  # traces now, while ``forward`` is in place; results are cached
+    return analyzer
+
+
+@contextmanager
+def _noop() -> Iterator[None]:
+    yield
+
+
+def build_from_config(cfg, device: str = 'cpu') -> Tuple[nn.Module, str]:
+    """The model of a config, in eval mode, SyncBN turned into BN, weights not loaded.
+
+    Args:
+        cfg (mmengine.Config): a det / seg / cls config (``default_scope`` ``mmdet``,
+            ``mmseg`` or ``mmpretrain``).
+        device (str): where to build it. Defaults to ``'cpu'``.
+
+    Returns:
+        tuple: ``(model, scope)``.
+    """
+    from mmengine.model import revert_sync_batchnorm
+    from mmengine.registry import DefaultScope
+    scope = cfg.get('default_scope')
+    if scope not in TOOLKITS:
+        raise ValueError(f'default_scope of the config must be one of {list(TOOLKITS)}, '
+                         f'got {scope!r}')
+    with DefaultScope.overwrite_default_scope(scope), torch.random.fork_rng():
+        torch.manual_seed(0)  # the same random weights (and proposals) on every run
+        model = importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model)
+    return revert_sync_batchnorm(model).to(device).eval(), scope
+
+
+def padded_shape(cfg, shape: Sequence[int]) -> Tuple[int, int]:
+    """``(H, W)`` padded as the config's data preprocessor pads a test image of that size
+    (mmdet: to a multiple of ``pad_size_divisor``)."""
+    divisor = cfg.model.get('data_preprocessor', {}).get('pad_size_divisor', 1) or 1
+    return tuple(-(-int(s) // divisor) * divisor for s in shape)
+
+
+def _data_samples(scope: str, hw: Tuple[int, int]) -> Optional[list]:
+    """One data sample carrying the image metas a detector's RPN reads, else None."""
+    if scope != 'mmdet':
+        return None
+    from mmdet.structures import DetDataSample
+    return [DetDataSample(metainfo=dict(img_shape=hw, ori_shape=hw, pad_shape=hw,
+                                        batch_input_shape=hw, scale_factor=(1., 1.)))]
+
+
+def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 'cpu',
+                      features_only: bool = False) -> Dict[str, Any]:
+    """Params and FLOPs of a config's model on one input, whole and by part.
+
+    Args:
+        cfg (mmengine.Config): a det / seg / cls config.
+        shape (tuple[int, int], optional): input ``(H, W)``, padded as the config's data
+            preprocessor pads (see :func:`padded_shape`). Defaults to None
+            (:data:`DEFAULT_SHAPES` of the config's toolkit).
+        device (str): where to count. Defaults to ``'cpu'``.
+        features_only (bool): count only ``extract_feat`` (backbone + neck), e.g. because a
+            detector's RoI heads cost what its proposals cost. Defaults to False.
+
+    Returns:
+        dict: ``scope``, ``shape`` (the padded input ``(H, W)``), ``params`` and ``flops``,
+        each a dict with ``total``, ``backbone``, ``neck`` and ``heads`` (``heads`` is
+        the rest: the model minus backbone and neck; params include heads that run only
+        in training), ``unsupported`` (op name -> times traced; ops the counter skips) and
+        ``proposals`` (RoIs of a two-stage detector's first RoI head, else None).
+    """
+    model, scope = build_from_config(cfg, device)
+    hw = padded_shape(cfg, shape or DEFAULT_SHAPES[scope])
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn((1, 3) + hw, generator=gen).to(device)
+    if features_only:
+        forward = model.extract_feat
+    else:
+        samples, call = _data_samples(scope, hw), model.forward
+        forward = lambda inputs: call(inputs, samples, mode='tensor')  # noqa: E731
+    rois = []
+    hooks = [m.register_forward_hook(lambda m, args, out: rois.append(args[1].shape[0]))
+             for m in model.modules() if type(m).__name__.endswith('RoIExtractor')]
+    try:
+        analyzer = analyze_flops(model, (x, ), forward)
+    finally:
+        for h in hooks:
+            h.remove()
+    by_module = analyzer.by_module()
+    flops = dict(total=analyzer.total())
+    params = dict(total=count_params(model))
+    for part in PARTS:
+        flops[part] = by_module.get(part, 0)
+        params[part] = count_params(getattr(model, part)) if hasattr(model, part) else 0
+    for counts in (flops, params):
+        counts['heads'] = counts['total'] - sum(counts[p] for p in PARTS)
+    if features_only:
+        flops['heads'] = None  # not run
+    return dict(scope=scope, shape=hw, params=params, flops=flops,
+                unsupported=dict(analyzer.unsupported_ops()),
+                proposals=rois[0] if rois else None)
