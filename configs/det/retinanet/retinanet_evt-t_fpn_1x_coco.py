@@ -36,3 +36,26 @@ optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=4e-4, betas=(0.9, 0.999), weight_decay=1e-4),
     clip_grad=None)
 auto_scale_lr = dict(enable=False, base_batch_size=16)
+
+# Test-time augmentation (`tools/test.py CONFIG CKPT --tta`): mmdet's RetinaNet TTA
+# (configs/retinanet/retinanet_tta.py, restated with mmdet 3.3's backend_args): three
+# scales x horizontal flip, boxes merged by NMS at IoU 0.5, 100 per image. Every config of
+# this folder inherits it. Box-only: mmdet 3.3's DetTTAModel cannot merge instance masks,
+# so the Mask R-CNN / Cascade configs have no TTA (docs/detection.md).
+tta_model = dict(
+    _scope_='mmdet',
+    type='DetTTAModel',
+    tta_cfg=dict(nms=dict(type='nms', iou_threshold=0.5), max_per_img=100))
+tta_img_scales = [(1333, 800), (666, 400), (2000, 1200)]
+tta_pipeline = [
+    dict(_scope_='mmdet', type='LoadImageFromFile', backend_args=None),
+    dict(_scope_='mmdet',
+         type='TestTimeAug',
+         transforms=[
+             [dict(type='Resize', scale=s, keep_ratio=True) for s in tta_img_scales],
+             [dict(type='RandomFlip', prob=1.), dict(type='RandomFlip', prob=0.)],
+             [dict(type='PackDetInputs',
+                   meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape',
+                              'scale_factor', 'flip', 'flip_direction'))],
+         ]),
+]
