@@ -4,32 +4,131 @@
     python tools/analysis/complexity.py [--size 224 224] [--arch evt-t rmt-t ...]
     python tools/analysis/complexity.py --fvcore      # also fvcore's count (the authors')
     python tools/analysis/complexity.py --breakdown   # MACs by kind of layer
+    python tools/analysis/complexity.py --settings    # the arch table (docs/method.md)
 
 Counts the classifier (backbone + the authors' 1024-wide RMT head, 1000 classes, unless the
-name ends in ``+linear``) and the backbone alone; attention matmuls are counted even where a fused kernel runs them. FLOPs
-are printed in two units: G = 1e9 multiply-adds, and Gi = 2**30 (the RMT authors' published
-figures are fvcore's count divided by 2**30: see docs/model_zoo.md). The row
-``rmt-t@2-2-10-2`` is RMT-T at EVT-T's depth, for the paper's "RMT-T -> EVT-T" statement;
-``evt-swin-t+linear`` (etc.) count EVT-Swin with Swin's linear head, as its ImageNet configs.
+name ends in ``+linear``) and the backbone alone; attention matmuls are counted even where a
+fused kernel runs them. FLOPs are printed in two units: G = 1e9 multiply-adds, and
+Gi = 2**30 (the RMT authors' published figures are fvcore's count divided by 2**30: see
+docs/model_zoo.md). The default archs are every arch of the arch table
+(``mmevt.models.backbones.archs``) but the test ones; ``evt-swin-t+linear`` (etc.) count
+EVT-Swin with Swin's linear head, as its ImageNet configs; ``rmt-t@2-2-10-2`` is RMT-T at
+EVT-T's depth, for the paper's "RMT-T -> EVT-T" statement. The markdown tables printed are
+the tables of docs/model_zoo.md and docs/method.md (``tests/test_docs_tables.py`` checks
+they are equal).
 """
 import argparse
 import json
+from typing import Dict, List, Sequence, Tuple, Union
 
-ARCHS = ['evt-t', 'evt-s', 'evt-b', 'evt-l', 'evt-swin-t', 'evt-swin-s', 'evt-swin-b',
-         'evt-swin-t+linear', 'evt-swin-s+linear', 'evt-swin-b+linear',
-         'rmt-t', 'rmt-s', 'rmt-b', 'rmt-l', 'rmt-t@2-2-10-2']
+from mmevt.models.backbones.archs import ARCH_ALIASES, ARCH_FAMILIES, ARCH_NAMES, resolve_arch
+
+LINEAR_HEAD = ARCH_FAMILIES['evt-swin']  # Swin's linear head in their ImageNet configs
+DEPTH_MATCHED = ('rmt-t@2-2-10-2', )  # RMT-T at EVT-T's depth
+ARCHS = [row for name in ARCH_NAMES if name not in ARCH_FAMILIES['test']
+         for row in (name, ) + ((f'{name}+linear', ) if name in LINEAR_HEAD else ())]
+ARCHS += DEPTH_MATCHED
+# the archs the paper's efficiency statements compare (docs/model_zoo.md)
+BREAKDOWN_ARCHS = [*ARCH_FAMILIES['rmt'], *ARCH_FAMILIES['evt'], *DEPTH_MATCHED]
 AUTHORS_GFLOPS = {'rmt-t': 2.5, 'rmt-s': 4.5, 'rmt-b': 9.7, 'rmt-l': 18.2}  # theirs, at 224
 GI = 2**30
 
 
-def resolve(name: str):
+def resolve(name: str) -> Union[str, dict]:
     """An arch name, or ``rmt-t@D1-D2-D3-D4``: a zoo arch with other depths."""
     name = name.replace('+linear', '')
     if '@' not in name:
         return name
-    from mmevt.models.backbones.evt import resolve_arch
     arch, depths = name.split('@')
     return dict(resolve_arch(arch), depths=[int(d) for d in depths.split('-')])
+
+
+def settings_table() -> List[str]:
+    """The settings of every arch of the zoo (the arch table, resolved), one row each."""
+    def per_stage(values) -> str:
+        return '-'.join(f'{v:g}' for v in values)
+
+    def mixers(values) -> str:
+        runs = []  # consecutive equal stages as 'name x n'
+        for v in values:
+            name = v if isinstance(v, str) else v['type']
+            if runs and runs[-1][0] == name:
+                runs[-1][1] += 1
+            else:
+                runs.append([name, 1])
+        return ', '.join(f'{n} x{c}' if c > 1 else n for n, c in runs)
+
+    lines = ['| arch | aliases | widths | depths | heads | mixers | group size | decay | '
+             'rotary | stem | layer scale | drop path |', '|---' * 12 + '|']
+    for name in ARCH_NAMES:
+        if name in ARCH_FAMILIES['test']:
+            continue
+        a = resolve_arch(name)
+        aliases = ', '.join(k for k, v in ARCH_ALIASES.items() if v == name and k != name)
+        groups = sorted(set(a['group_sizes']))
+        lines.append(
+            f"| {name} | {aliases or '-'} | {per_stage(a['embed_dims'])} | "
+            f"{per_stage(a['depths'])} | {per_stage(a['num_heads'])} | {mixers(a['mixers'])} | "
+            f"{per_stage(groups)} | {a['decay']} | {'yes' if a['use_rope'] else 'no'} | "
+            f"{a['stem']} | {per_stage(a['layer_scales'])} | {a['drop_path_rate']} |")
+    return lines
+
+
+def complexity_rows(archs: Sequence[str], size: Tuple[int, int]) -> Dict[str, dict]:
+    """Params and MACs of each arch's classifier and backbone, counted on the meta device
+    (shapes only: counts do not depend on the weights).
+
+    One counted forward per arch: the classifier's MACs by kind of layer
+    (:func:`mmevt.analysis.macs_breakdown`); the backbone's are those less the head's (the
+    output norms the backbone adds are not multiply-adds), as
+    :func:`mmevt.analysis.model_complexity` counts them.
+
+    Returns:
+        dict: per arch ``params``, ``macs``, ``backbone_params``, ``backbone_macs`` and
+        ``breakdown`` (MACs by kind of layer).
+    """
+    import torch
+
+    from mmevt.analysis import count_params, macs_breakdown
+    from mmevt.analysis.complexity import _LinearClassifier, _RMTClassifier
+    from mmevt.models import EVT
+    rows = {}
+    with torch.device('meta'):
+        for a in archs:
+            clf = (_LinearClassifier if '+linear' in a else _RMTClassifier)(resolve(a))
+            parts = macs_breakdown(clf, (1, 3) + tuple(size))
+            rows[a] = dict(params=count_params(clf), macs=parts['total'],
+                           backbone_params=count_params(EVT(resolve(a))),
+                           backbone_macs=parts['total'] - parts['head'], breakdown=parts)
+    return rows
+
+
+def complexity_table(rows: Dict[str, dict]) -> List[str]:
+    """The markdown table of docs/model_zoo.md."""
+    lines = ['| arch | params (M) | FLOPs (G) | FLOPs (Gi) | backbone params (M) | '
+             'backbone FLOPs (G) |', '|---' * 6 + '|']
+    for arch, c in rows.items():
+        lines.append(f"| {arch} | {c['params'] / 1e6:.2f} | {c['macs'] / 1e9:.2f} | "
+                     f"{c['macs'] / GI:.2f} | {c['backbone_params'] / 1e6:.2f} | "
+                     f"{c['backbone_macs'] / 1e9:.2f} |")
+    return lines
+
+
+def fvcore_table(flops: Dict[str, float]) -> List[str]:
+    """The fvcore table of docs/model_zoo.md."""
+    return (['| arch | fvcore FLOPs (G) | fvcore FLOPs (Gi) |', '|---' * 3 + '|']
+            + [f'| {a} | {f / 1e9:.3f} | {f / GI:.2f} |' for a, f in flops.items()])
+
+
+def breakdown_table(rows: Dict[str, dict]) -> List[str]:
+    """MACs by kind of layer of each row's classifier (:func:`complexity_rows`), G = 1e9."""
+    parts = {a: r['breakdown'] for a, r in rows.items()}
+    kinds = [k for k in next(iter(parts.values())) if k != 'total']
+    lines = ['| arch | ' + ' | '.join(kinds) + ' | total |', '|---' * (len(kinds) + 2) + '|']
+    for a, r in parts.items():
+        lines.append(f'| {a} | ' + ' | '.join(f'{r[k] / 1e9:.3f}' for k in kinds) +
+                     f" | {r['total'] / 1e9:.3f} |")
+    return lines
 
 
 def fvcore_flops(arch, size) -> float:
@@ -53,53 +152,42 @@ def fvcore_flops(arch, size) -> float:
         return float(counter.total())
 
 
-def breakdown(archs, size) -> None:
-    from mmevt.analysis import macs_breakdown
-    from mmevt.analysis.complexity import _RMTClassifier
-    rows = {a: macs_breakdown(_RMTClassifier(resolve(a)), (1, 3) + tuple(size)) for a in archs}
-    kinds = [k for k in next(iter(rows.values())) if k != 'total']
-    print('| arch | ' + ' | '.join(kinds) + ' | total |  GMACs (1e9), classifier')
-    print('|---' * (len(kinds) + 2) + '|')
-    for a, r in rows.items():
-        print(f'| {a} | ' + ' | '.join(f'{r[k] / 1e9:.3f}' for k in kinds) +
-              f" | {r['total'] / 1e9:.3f} |")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--size', type=int, nargs=2, default=[224, 224], metavar=('H', 'W'))
     parser.add_argument('--arch', nargs='+', default=None)
     parser.add_argument('--breakdown', action='store_true',
-                        help='MACs by kind of layer (default archs: rmt-t/s/b/l)')
+                        help='MACs by kind of layer (default archs: RMT, EVT and RMT-T at '
+                             "EVT-T's depth)")
+    parser.add_argument('--settings', action='store_true',
+                        help='print the settings of every arch (docs/method.md) and stop')
     parser.add_argument('--fvcore', action='store_true',
                         help="also count the classifiers with fvcore, as the authors did "
                              "(needs `pip install fvcore`)")
     parser.add_argument('--json', help='also write the numbers to this JSON file')
     args = parser.parse_args()
+    if args.settings:
+        print('\n'.join(settings_table()))
+        return
     if args.breakdown:
-        breakdown(args.arch or list(AUTHORS_GFLOPS), args.size)
+        print(f'GMACs (1e9) of the classifier by kind of layer @ {args.size[0]}x{args.size[1]}')
+        print('\n'.join(breakdown_table(complexity_rows(args.arch or BREAKDOWN_ARCHS,
+                                                         args.size))))
         return
     if args.fvcore:
         try:
             import fvcore  # noqa: F401
         except ImportError:
             parser.error('--fvcore needs fvcore: pip install fvcore')
-    from mmevt.analysis import model_complexity
-    rows = {}
-    extra = ' fvcore G | fvcore Gi |' if args.fvcore else ''
-    print(f'| arch | params (M) | FLOPs (G) | FLOPs (Gi) | backbone params (M) | '
-          f'backbone FLOPs (G) |{extra}  @ {args.size[0]}x{args.size[1]}')
-    print('|---' * (6 + 2 * args.fvcore) + '|')
-    for arch in args.arch or ARCHS:
-        head = 'linear' if '+linear' in arch else 'rmt'
-        c = rows[arch] = model_complexity(resolve(arch), tuple(args.size), head=head)
-        line = (f"| {arch} | {c['params'] / 1e6:.2f} | {c['macs'] / 1e9:.2f} | "
-                f"{c['macs'] / GI:.2f} | {c['backbone_params'] / 1e6:.2f} | "
-                f"{c['backbone_macs'] / 1e9:.2f} |")
-        if args.fvcore:
-            c['fvcore'] = fvcore_flops(arch, args.size)
-            line += f" {c['fvcore'] / 1e9:.3f} | {c['fvcore'] / GI:.2f} |"
-        print(line, flush=True)
+    archs = args.arch or ARCHS
+    print(f'@ {args.size[0]}x{args.size[1]}')
+    rows = complexity_rows(archs, args.size)
+    print('\n'.join(complexity_table(rows)), flush=True)
+    if args.fvcore:
+        flops = {a: fvcore_flops(a, args.size) for a in archs}
+        print('\n' + '\n'.join(fvcore_table(flops)))
+        for a, f in flops.items():
+            rows[a]['fvcore'] = f
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(rows, f, indent=1)
