@@ -91,6 +91,22 @@ def test_vis_cam_draws_maps_on_the_photo(classifier, tmp_path):
     assert np.abs(pictures[0] - pictures[1]).mean() > 5
 
 
+def test_a_model_the_probe_cannot_run_keeps_vis_cams_reading():
+    class OneSize(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+
+        def forward(self, x):
+            if x.shape[-1] != 224:
+                raise ValueError(f'only 224 wide, got {x.shape[-1]}')
+            return self.conv(x)
+
+    model = OneSize()
+    with pytest.warns(UserWarning, match='layout probe .* failed .*only 224 wide'):
+        assert load_tool(TOOL).channels_last_layers(model, [model.conv]) == set()
+
+
 def test_an_existing_picture_is_not_overwritten(classifier, tmp_path, monkeypatch):
     tool = load_tool(TOOL)
     vis_cam = tool.patch(tool.load_vis_cam())

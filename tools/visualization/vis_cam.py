@@ -21,6 +21,7 @@ existing ``--save-path`` is not overwritten.
 import importlib.util
 import os.path as osp
 import sys
+import warnings
 from types import ModuleType
 from typing import Callable, Iterable, List, Sequence, Set, Tuple
 
@@ -48,7 +49,8 @@ def channels_last_layers(model: nn.Module, layers: Sequence[nn.Module],
     """``id``s of the ``layers`` whose output is a channels-last ``(B, H, W, C)`` tensor.
 
     The model runs once per input size in ``sizes`` (zeros, no grad); a 4-D output whose
-    axes 1, 2 change with the size and axis 3 does not is channels-last.
+    axes 1, 2 change with the size and axis 3 does not is channels-last. A model that
+    fails at a probe size gets a warning and an empty set (vis_cam's own reading).
     """
     shapes = {id(layer): [] for layer in layers}
 
@@ -62,6 +64,11 @@ def channels_last_layers(model: nn.Module, layers: Sequence[nn.Module],
         with torch.no_grad():
             for h, w in sizes:
                 model(torch.zeros(1, 3, h, w, device=device))
+    except Exception as err:  # e.g. a non-EVT model that takes one input size only
+        warnings.warn(f'vis_cam: the layout probe at input sizes {list(sizes)} failed '
+                      f'({type(err).__name__}: {err}); every target layer is read as '
+                      'NCHW, as mmpretrain\'s vis_cam reads it')
+        return set()
     finally:
         for handle in handles:
             handle.remove()
