@@ -1,0 +1,173 @@
+"""``mmevt-swap`` / ``tools/misc/swap_backbone.py``: EVT swapped into the toolkits' own configs.
+
+The zoo test runs every entry of ``tests/fixtures/swap_zoo.yml`` in-process: swap with
+``evt-test``, then :func:`mmevt.swap.check_config` (one training step with a finite loss and
+non-zero backbone gradients, one prediction) on a generated batch.
+"""
+import os.path as osp
+import re
+
+import pytest
+import yaml
+from helpers import REPO, load_config, run_tool, write_config
+
+from mmevt.swap import (BackboneOutputs, check_config, map_outputs, remap_channels,
+                        swap_config)
+
+with open(osp.join(REPO, 'tests', 'fixtures', 'swap_zoo.yml')) as f:
+    ZOO = yaml.safe_load(f)['configs']
+TINY = [16, 32, 64, 128]  # evt-test's embed_dims
+
+
+def _quiet(_msg):
+    pass
+
+
+def _swap(src, tmp_path, arch='evt-test', **kwargs):
+    dst = str(tmp_path / 'dst.py')
+    plan, cfg, _ = swap_config(src, arch, dst, log=_quiet, **kwargs)
+    with open(dst) as f:
+        return dst, plan, f.read()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('entry', ZOO, ids=[e['src'].split('/')[-1][:-3] for e in ZOO])
+def test_zoo_config_swaps_trains_and_predicts(entry, tmp_path):
+    if entry.get('unsupported'):
+        with pytest.raises(ValueError, match=entry['error']):
+            _swap(entry['src'], tmp_path)
+        return
+    dst, plan, text = _swap(entry['src'], tmp_path)
+    assert list(plan.stages) == entry['stages'], plan.outputs.describe()
+    result = check_config(dst, stages=plan.stages, flops=False, log=_quiet)
+    assert result.backbone_grad_norm > 0 and result.num_predictions == 2
+    cfg = load_config(dst)
+    assert cfg.model.backbone.type == 'EVT' and cfg.model.backbone.arch == 'evt-test'
+
+
+def test_dilated_outputs_go_to_the_next_stages_with_a_note():
+    outs = BackboneOutputs('ResNetV1c', [256, 512, 1024, 2048], [4, 8, 8, 8])
+    stages, notes = map_outputs(outs)
+    assert stages == [0, 1, 2, 3]
+    assert any('dilated' in n for n in notes)
+    assert map_outputs(BackboneOutputs('CSPNeXt', [96, 192, 384], [8, 16, 32]))[0] == [1, 2, 3]
+    assert map_outputs(BackboneOutputs('VisionTransformer', [768], [None]))[0] == [3]
+
+
+def test_a_stride_evt_does_not_have_is_an_error():
+    with pytest.raises(ValueError, match='output 1 has stride 64'):
+        map_outputs(BackboneOutputs('X', [64, 128], [32, 64]))
+    with pytest.raises(ValueError, match='stride 2'):
+        map_outputs(BackboneOutputs('X', [64], [2]))
+
+
+def test_remap_reads_in_index_and_refuses_channels_the_backbone_does_not_have():
+    outs = BackboneOutputs('ResNet', [256, 512, 1024, 2048], [4, 8, 16, 32])
+    stages = [0, 1, 2, 3]
+    head = dict(type='FCNHead', in_channels=1024, in_index=2)
+    assert remap_channels(head, 'model.auxiliary_head', outs, stages, TINY) == \
+        dict(in_channels=64)
+    aspp = dict(type='DepthwiseSeparableASPPHead', in_channels=2048, in_index=3,
+                c1_in_channels=256)
+    assert remap_channels(aspp, 'h', outs, stages, TINY) == \
+        dict(in_channels=128, c1_in_channels=16)
+    with pytest.raises(ValueError, match=r'model.neck \(FPN\).*does not match'):
+        remap_channels(dict(type='FPN', in_channels=[256, 512, 1024, 1024]), 'model.neck',
+                       outs, stages, TINY)
+    with pytest.raises(ValueError, match='no in_channels'):
+        remap_channels(dict(type='Odd', channels=3), 'model.neck', outs, stages, TINY)
+
+
+def test_only_the_neck_is_remapped_not_the_heads_that_read_it(tmp_path):
+    # FPN's 256 output channels equal ResNet's first width: the RPN / RoI heads (256) read
+    # the FPN and must keep 256.
+    dst, plan, text = _swap('mmdet::faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py', tmp_path,
+                            arch='evt-s')
+    cfg = load_config(dst)
+    assert cfg.model.neck.in_channels == [64, 128, 256, 512]
+    assert cfg.model.rpn_head.in_channels == 256
+    assert cfg.model.roi_head.bbox_head.in_channels == 256
+    assert 'rpn_head' not in text and 'roi_head' not in text
+    assert text.count("_base_ = 'mmdet::faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py'") == 1
+    assert "custom_imports = dict(imports=['mmevt'], allow_failed_imports=False)" in text
+    # a comment says why before every override of model and every top-level override
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r'^(    [a-z_]+=|[a-z_]+ = )', line) and not line.startswith('_base_') \
+                and not line.startswith('custom_imports') and lines[i - 1] != 'model = dict(':
+            assert lines[i - 1].lstrip().startswith('#'), line
+
+
+def test_recipe_evt_is_our_family_config_and_keep_is_the_source(tmp_path):
+    src = 'mmdet::mask_rcnn/mask-rcnn_r50_fpn_1x_coco.py'
+    dst, _, _ = _swap(src, tmp_path, arch='evt-s')
+    ours = load_config(osp.join(REPO, 'configs/det/mask_rcnn/mask-rcnn_evt-s_fpn_1x_coco.py'))
+    cfg = load_config(dst)
+    assert cfg.optim_wrapper.optimizer == ours.optim_wrapper.optimizer
+    assert cfg.optim_wrapper.paramwise_cfg == ours.optim_wrapper.paramwise_cfg
+    assert cfg.model.backbone.drop_path_rate == ours.model.backbone.drop_path_rate
+    assert cfg.model.backbone.norm_cfg == ours.model.backbone.norm_cfg
+    keep = str(tmp_path / 'keep.py')
+    swap_config(src, 'evt-s', keep, recipe='keep', log=_quiet)
+    assert load_config(keep).optim_wrapper.optimizer.type == 'SGD'
+    # mmseg: our AdamW schedule, ending where SRC's schedule ends
+    dst, _, _ = _swap('mmseg::pspnet/pspnet_r50-d8_4xb4-80k_ade20k-512x512.py',
+                      tmp_path / 'seg', arch='evt-t')
+    seg = load_config(dst)
+    assert seg.optim_wrapper.optimizer.type == 'AdamW'
+    assert seg.param_scheduler[-1].end == 80000 and seg.model.pretrained is None
+
+
+def test_pretrained_backbone_loads_in_the_swapped_model(tmp_path):
+    import torch
+    from mmengine.registry import DefaultScope, MODELS
+
+    from mmevt import EVT
+    ckpt = str(tmp_path / 'evt-test_in1k.pth')
+    torch.manual_seed(1)
+    torch.save({'state_dict': {f'backbone.{k}': v
+                               for k, v in EVT('evt-test').state_dict().items()}}, ckpt)
+    dst, _, _ = _swap('mmdet::retinanet/retinanet_r50_fpn_1x_coco.py', tmp_path,
+                      pretrained=ckpt, recipe='keep')
+    cfg = load_config(dst)
+    with DefaultScope.overwrite_default_scope('mmdet'):
+        model = MODELS.build(cfg.model)
+    model.backbone.init_weights()
+    saved = torch.load(ckpt)['state_dict']
+    for k, v in model.backbone.state_dict().items():
+        assert torch.equal(v, saved[f'backbone.{k}']), k
+
+
+def test_user_errors_name_the_bad_value(tmp_path):
+    dst = str(tmp_path / 'x.py')
+    with pytest.raises(ValueError, match="--arch must be one of .*got 'evt-xxl'"):
+        swap_config('mmdet::retinanet/retinanet_r50_fpn_1x_coco.py', 'evt-xxl', dst,
+                    log=_quiet)
+    with pytest.raises(FileNotFoundError, match='nope.py'):
+        swap_config(str(tmp_path / 'nope.py'), 'evt-t', dst, log=_quiet)
+    write_config(dst, '# mine\n')
+    with pytest.raises(FileExistsError, match='--overwrite'):
+        swap_config('mmdet::retinanet/retinanet_r50_fpn_1x_coco.py', 'evt-t', dst,
+                    log=_quiet)
+    with open(dst) as f:
+        assert f.read() == '# mine\n'
+
+
+@pytest.mark.e2e
+def test_cli_check_then_the_toolkits_own_train_tool(shapes_root, tmp_path):
+    from det_tiny import tiny_det_config
+
+    from mmevt.apis import toolkit_tool_path
+    dst = str(tmp_path / 'mask-rcnn_evt-test_fpn_1x_coco.py')
+    out = run_tool('tools/misc/swap_backbone.py',
+                   'mmdet::mask_rcnn/mask-rcnn_r50_fpn_1x_coco.py', '--arch', 'evt-test',
+                   '--out', dst, '--check')
+    assert re.search(r'params \(whole model\): [\d.]+ M -> [\d.]+ M', out), out
+    assert re.search(r'backbone FLOPs at 64 x 64: [\d.]+ M -> [\d.]+ M', out), out
+    assert 'check: 64 x 64 batch of 2' in out
+    # the toolkit's own tools/train.py reads DST (custom_imports) and trains 2 iterations
+    work = str(tmp_path / 'work')
+    cfg = write_config(tmp_path / 'tiny.py', tiny_det_config(dst, shapes_root, work))
+    out = run_tool(toolkit_tool_path('mmdet', 'train'), cfg)
+    assert 'Iter(train) [2/2]' in out or 'Epoch(train)  [1][2/2]' in out, out[-3000:]
+    assert osp.isfile(osp.join(work, 'epoch_1.pth'))
