@@ -25,9 +25,10 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
 
     A parameter at depth ``i`` of ``n`` (from the backbone's
     ``get_layer_depth(name, prefix='backbone.')``) trains at
-    ``lr * layer_decay_rate ** (n - 1 - i)``: the deepest backbone layer and everything
-    outside the backbone (neck, heads) at ``lr``, the stem at the smallest lr (the
-    convention of mmpretrain's constructor and of the ConvNeXt / BEiT recipes). The decay
+    ``lr * layer_decay_rate ** (n - 1 - i)``: the last id (EVT's output norms) and
+    everything outside the backbone (neck, heads) at ``lr``, EVT's last block at
+    ``lr * rate``, the stem (id 0) at the smallest lr (the convention of mmpretrain's
+    constructor and of the ConvNeXt / BEiT recipes). The decay
     multiplies whatever lr the default rules give (e.g. a ``custom_keys`` ``lr_mult``);
     weight decay is left to them.
 
@@ -42,8 +43,9 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
 
     Args:
         optim_wrapper_cfg (dict): the ``optim_wrapper`` config (``optimizer`` with ``lr``).
-        paramwise_cfg (dict): mmengine's ``paramwise_cfg`` with ``layer_decay_rate``
-            (a float in (0, 1]; 1 gives no decay). Required.
+        paramwise_cfg (dict, optional): mmengine's ``paramwise_cfg`` with
+            ``layer_decay_rate`` (a float in (0, 1]; 1 gives no decay), which is required:
+            the default None is an error.
 
     Raises:
         ValueError: ``layer_decay_rate`` is missing or outside (0, 1], the optimizer has no
