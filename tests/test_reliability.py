@@ -95,6 +95,25 @@ def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ['epoch_1.pth']  # no temp left
 
 
+def test_atomic_writes_keep_the_usual_permissions(tmp_path):
+    # mkstemp's temporary file is private (0o600); the checkpoint must be readable like
+    # any file the user's umask allows, e.g. by a colleague evaluating it
+    import stat
+
+    from mmevt.utils.atomic_io import atomic_write
+    plain = tmp_path / 'plain.txt'
+    plain.write_text('x')
+    atomic_write('x', tmp_path / 'atomic.txt')
+    mode = stat.S_IMODE((tmp_path / 'atomic.txt').stat().st_mode)
+    assert mode == stat.S_IMODE(plain.stat().st_mode), oct(mode)
+    old = os.umask(0o027)
+    try:
+        atomic_write('x', tmp_path / 'strict.txt')
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / 'strict.txt').stat().st_mode) == 0o640
+
+
 # ------------------------------------------------------------------ runs on the CPU
 def _deterministic_cls_config(tmp_path, cls_root, work, extra=''):
     from cls_tiny import tiny_cls_config

@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import Union
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # reading the umask means setting it; put it back at once
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(data: Union[bytes, str], filepath: Union[str, Path],
                  encoding: str = 'utf-8') -> None:
-    """Write ``data`` to ``filepath`` via a temporary file and ``os.replace``."""
+    """Write ``data`` to ``filepath`` via a temporary file and ``os.replace``.
+
+    The file gets the permissions a plain ``open(filepath, 'w')`` would give it (``0o666``
+    minus the umask), not ``mkstemp``'s private ``0o600``.
+    """
     filepath = str(filepath)
     directory = osp.dirname(osp.abspath(filepath))
     os.makedirs(directory, exist_ok=True)
@@ -27,6 +37,7 @@ def atomic_write(data: Union[bytes, str], filepath: Union[str, Path],
             f.write(data.encode(encoding) if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, filepath)
     except BaseException:
         if osp.exists(tmp):
