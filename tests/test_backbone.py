@@ -169,10 +169,10 @@ def test_layer_cfgs_pass_options_through_to_every_block_and_mixer():
                if not hasattr(blk.attn, 'attn_drop'))
     assert model.stages[2].blocks[0].attn.attn_drop.p == 0.1  # external attention
     per_stage = EVT('evt-test', mixers=mixers, layer_cfgs=[
-        dict(attn_drop_rate=0.2), dict(topk=1), dict(memory_size=4), {}])
+        dict(attn_drop_rate=0.2), dict(qk_scale=0.5), dict(eps=1e-6), {}])
     assert per_stage.stages[0].blocks[0].attn.attn_drop_rate == 0.2
-    assert per_stage.stages[1].blocks[0].attn.topk == 1
-    assert per_stage.stages[2].blocks[0].attn.mk.out_features == 4
+    assert per_stage.stages[1].blocks[0].attn.scale == 0.5
+    assert per_stage.stages[2].blocks[0].attn.eps == 1e-6
     assert per_stage.stages[3].blocks[0].attn.attn_drop_rate == 0.
     assert list(model.state_dict()) == list(EVT('evt-test', mixers=mixers).state_dict())
     with pytest.raises(ValueError, match=r"layer_cfgs\[1\] has keys \['memory_size'\] .*"

@@ -137,6 +137,9 @@ def test_build_mixer_never_drops_an_argument():
         build_mixer('group', 0, 16, 2, n_win=2)
     routing = build_mixer(dict(type='routing', n_win=2), 0, 16, 2, topk=1, attn_drop_rate=0.1)
     assert (routing.n_win, routing.topk, routing.attn_drop_rate) == (2, 1, 0.1)
+    with pytest.raises(ValueError, match=r"mixer 'routing': \['topk'\] given both in the "
+                                         r'mixer dict .* and as options'):
+        build_mixer(dict(type='routing', topk=2), 0, 16, 2, topk=1)
 
 
 @pytest.mark.parametrize('module', [ExternalAttention(16, 2, 8, attn_drop_rate=0.5),

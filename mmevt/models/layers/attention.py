@@ -110,7 +110,7 @@ class SpatialDecayAttention(nn.Module):
         """The attention dropout of this call: the rate in training, 0 in eval."""
         return self.attn_drop_rate if self.training else 0.
 
-    def resolved_impl(self, device: torch.device, needs_grad: bool = False) -> str:
+    def resolved_impl(self, device: torch.device, *, needs_grad: bool = False) -> str:
         """The attention path this module runs on ``device`` (``attn_impl`` resolved)."""
         if self.mode == 'decomposed':  # row / column passes: reference or SDPA only
             return 'reference' if self.attn_impl == 'reference' else 'sdpa'

@@ -84,6 +84,10 @@ def build_mixer(mixer: Union[str, dict], index: int, embed_dims: int, num_heads:
     if takes_arguments(name):
         own = dict(mixer) if isinstance(mixer, dict) else {}
         own.pop('type', None)
+        twice = sorted(set(own) & set(kwargs))
+        if twice:
+            raise ValueError(f'mixer {name!r}: {twice} given both in the mixer dict {mixer!r} '
+                             'and as options (layer_cfgs); give each once')
         kwargs = {**own, **kwargs}
     else:
         kwargs = dict(kwargs, mode=entry[index % len(entry)])
