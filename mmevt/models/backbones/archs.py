@@ -5,7 +5,7 @@ complexity and benchmark tools, their docs tables and the converter's arch detec
 :data:`ARCH_NAMES` / :data:`ARCH_FAMILIES` / :data:`ARCH_ALIASES`.
 """
 import copy
-from typing import Dict, List, Tuple, Union
+from typing import Dict, Tuple, Union
 
 from ...ops import DECAY_KINDS, square_side
 from ...ops.checks import check_choice, check_positive_int
