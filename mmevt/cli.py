@@ -3,7 +3,8 @@
 ``mmevt-train CONFIG [options]`` and ``mmevt-test CONFIG CHECKPOINT [options]`` are
 ``tools/train.py`` / ``tools/test.py``: they import mmevt (so ``mmevt::`` bases and EVT
 resolve), pick the toolkit from the config's ``default_scope`` and run that toolkit's own
-tool with every option it has. ``mmevt-onnx`` is ``tools/deployment/pytorch2onnx.py``.
+tool with every option it has. ``mmevt-onnx`` is ``tools/deployment/pytorch2onnx.py``,
+``mmevt-deploy`` ``tools/deployment/deploy.py``.
 """
 from .apis import run_toolkit_tool
 
@@ -21,4 +22,17 @@ def test() -> None:
 def onnx() -> None:
     """``mmevt-onnx``: export to ONNX (see :mod:`mmevt.deployment`)."""
     from .deployment import cli
+    cli()
+
+
+def deploy() -> None:
+    """``mmevt-deploy``: deploy with mmdeploy to ONNX Runtime (see
+    :mod:`mmevt.deploy_mmdeploy`)."""
+    from .deploy_mmdeploy import cli
+    cli()
+
+
+def swap() -> None:
+    """``mmevt-swap``: write a config with EVT swapped in (see :mod:`mmevt.swap`)."""
+    from .swap import cli
     cli()

@@ -1,0 +1,20 @@
+# ONNX export + ONNX Runtime backend, restated from mmdeploy v1.3.1's
+# configs/_base_/onnx_config.py and configs/_base_/backends/onnxruntime.py (so that nothing
+# here inherits a file the wheel cannot ship). Used by tools/deployment/deploy.py
+# (`mmevt-deploy`, mmevt/deploy_mmdeploy.py), which exports with the TorchScript exporter.
+# `_scope_` pins the dicts that carry a `type` to mmdeploy: mmengine would otherwise give them
+# the scope 'mmevt' when a config is inherited through `mmevt::` (see README).
+onnx_config = dict(
+    _scope_='mmdeploy',
+    type='onnx',
+    export_params=True,
+    keep_initializers_as_inputs=False,
+    opset_version=11,  # mmdeploy's default; EVT needs nothing newer (tests/test_onnx.py)
+    save_file='end2end.onnx',
+    input_names=['input'],
+    output_names=['output'],
+    input_shape=None,
+    # mmdeploy's optional graph passes need its TorchScript extension, which the 1.3.1 wheel
+    # does not ship (True would only log a warning)
+    optimize=False)
+backend_config = dict(_scope_='mmdeploy', type='onnxruntime')
