@@ -39,6 +39,7 @@ import os
 import os.path as osp
 import re
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -626,25 +627,32 @@ def _nest(path: Tuple[Any, ...], values: Dict[str, Any], base_model: dict) -> Tu
     return key, value
 
 
+def _comment(text: str, indent: int = 0, width: int = 95) -> List[str]:
+    """``text`` as comment lines of at most ``width`` columns (long words stay whole)."""
+    pad = ' ' * indent + '# '
+    return textwrap.wrap(text, width, initial_indent=pad, subsequent_indent=pad + '  ',
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def render(plan: SwapPlan, src_cfg, command: str) -> str:
     """The text of DST."""
-    lines = [
-        f'# {plan.src} with an {plan.arch} (EVT) backbone instead of {plan.outputs.type}.',
-        f'# Written by: {command}',
-        f'# {plan.outputs.type} outputs (channels@stride, measured): '
-        f'{plan.outputs.describe()}.',
-        f'# Recipe: {plan.recipe_note}.',
-    ]
-    lines += [f'# Note: {n}.' for n in plan.notes]
+    lines = _comment(f'{plan.src} with an {plan.arch} (EVT) backbone instead of '
+                     f'{plan.outputs.type}.')
+    lines += _comment(f'Written by: {command}')
+    lines += _comment(f'{plan.outputs.type} outputs (channels@stride, measured): '
+                      f'{plan.outputs.describe()}.')
+    lines += _comment(f'Recipe: {plan.recipe_note}.')
+    for note in plan.notes:
+        lines += _comment(f'Note: {note}.')
     lines += [f'_base_ = {plan.src!r}',
-              '# the toolkit\'s own tools/train.py imports mmevt, which registers EVT',
+              "# the toolkit's own tools/train.py imports mmevt, which registers EVT",
               "custom_imports = dict(imports=['mmevt'], allow_failed_imports=False)",
               '']
-    model_lines = ['model = dict(']
+    lines.append('model = dict(')
     bb = {k: v for k, (v, _) in plan.backbone.items()}
     why = [f'{k}: {w}' for k, (_, w) in plan.backbone.items() if w]
-    model_lines.append(f'    # {plan.outputs.type} -> EVT {plan.arch}; ' + '; '.join(why))
-    model_lines.append('    backbone=' + _fmt(bb, 4, 13) + ',')
+    lines += _comment(f'{plan.outputs.type} -> EVT {plan.arch}; ' + '; '.join(why), 4)
+    lines.append('    backbone=' + _fmt(bb, 4, 13) + ',')
     merged: Dict[str, Tuple[Any, List[str]]] = {}
     for o in plan.overrides:
         if not o.path:
@@ -660,12 +668,11 @@ def render(plan: SwapPlan, src_cfg, command: str) -> str:
             merged[key] = (value, [o.why])
     for key, (value, whys) in merged.items():
         for w in whys:
-            model_lines.append(f'    # {key}: {w}')
-        model_lines.append(f'    {key}=' + _fmt(value, 4, 5 + len(key)) + ',')
-    model_lines.append(')')
-    lines += model_lines
+            lines += _comment(f'{key}: {w}', 4)
+        lines.append(f'    {key}=' + _fmt(value, 4, 5 + len(key)) + ',')
+    lines.append(')')
     for key, value, w in plan.top_level:
-        lines += ['', f'# {w}', f'{key} = ' + _fmt(value, 0, len(key) + 3)]
+        lines += [''] + _comment(w) + [f'{key} = ' + _fmt(value, 0, len(key) + 3)]
     return '\n'.join(lines) + '\n'
 
 
@@ -817,17 +824,17 @@ def _model_cfg_for_check(cfg, toolkit: str, size: int) -> dict:
 
 
 @contextlib.contextmanager
-def _quiet_logger():
-    """mmengine's current logger at WARNING (the optimizer constructor logs every
+def _quiet_logger(level: int = logging.WARNING):
+    """mmengine's current logger at ``level`` (the optimizer constructor logs every
     parameter's options at INFO)."""
     from mmengine.logging import MMLogger
     logger = MMLogger.get_current_instance()
-    level = logger.level
-    logger.setLevel(logging.WARNING)
+    before = logger.level
+    logger.setLevel(level)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logger.setLevel(before)
 
 
 def complexity(module, size: int) -> Tuple[int, Optional[int]]:
@@ -836,8 +843,9 @@ def complexity(module, size: int) -> Tuple[int, Optional[int]]:
     from mmengine.analysis import get_model_complexity_info
     params = sum(p.numel() for p in module.parameters())
     try:
-        info = get_model_complexity_info(module, input_shape=(3, size, size),
-                                         show_table=False, show_arch=False)
+        with _quiet_logger(logging.ERROR):  # it warns of each module the trace did not call
+            info = get_model_complexity_info(module, input_shape=(3, size, size),
+                                             show_table=False, show_arch=False)
         return params, int(info['flops'])
     except Exception:  # a counter failure must not hide the check's result
         return params, None
