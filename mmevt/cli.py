@@ -4,7 +4,8 @@
 ``tools/train.py`` / ``tools/test.py``: they import mmevt (so ``mmevt::`` bases and EVT
 resolve), pick the toolkit from the config's ``default_scope`` and run that toolkit's own
 tool with every option it has. ``mmevt-onnx`` is ``tools/deployment/pytorch2onnx.py``,
-``mmevt-deploy`` ``tools/deployment/deploy.py``.
+``mmevt-deploy`` ``tools/deployment/deploy.py``, ``mmevt-swap``
+``tools/misc/swap_backbone.py``.
 """
 from .apis import run_toolkit_tool
 
