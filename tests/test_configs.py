@@ -7,10 +7,13 @@ import pytest
 
 from helpers import CONFIGS, load_config
 
-# configs/*/_base_/ hold shared recipe pieces (e.g. the 3x ms-crop pipeline), not models
+# configs/*/_base_/ hold shared recipe pieces (e.g. the 3x ms-crop pipeline), not models;
+# configs/deploy/ holds mmdeploy configs, not models (tests/test_deploy.py checks them)
+DEPLOY = osp.join(CONFIGS, 'deploy') + osp.sep
 ALL = sorted(p for p in glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=True)
-             if '_base_' not in p)
-BASES = sorted(glob.glob(osp.join(CONFIGS, '*', '_base_', '*.py')))
+             if '_base_' not in p and not p.startswith(DEPLOY))
+BASES = sorted(p for p in glob.glob(osp.join(CONFIGS, '*', '_base_', '*.py'))
+               if not p.startswith(DEPLOY))
 
 
 def test_shared_recipe_pieces_are_used():
