@@ -38,15 +38,26 @@ PAIRS = {RETINANET: DET_CFG, MASK_RCNN: INS_CFG, CASCADE: INS_CFG, SEM_FPN: SEG_
 # At 96 x 128 the stage grids (24 x 32 ... 3 x 4) leave the last 1D group partial, so the
 # padding branch is in every graph.
 # Three classes: with random weights an 81-way softmax stays below the 0.05 score threshold
-# (no detections to compare), a 4-way one does not. 100 proposals instead of 1000 keep the
-# RoI heads cheap.
-TWO_STAGE = {'model.backbone.arch': 'evt-test', 'model.neck.in_channels': [16, 32, 64, 128],
-             'model.roi_head.mask_head.num_classes': 3, 'model.test_cfg.rpn.max_per_img': 100}
+# (no detections to compare), a 4-way one does not. Narrow heads (32 channels) and 100
+# proposals instead of 1000 keep the RoI heads cheap; the graph has every kind of layer.
+NARROW = {'model.neck.out_channels': 32, 'model.rpn_head.in_channels': 32,
+          'model.rpn_head.feat_channels': 32,
+          'model.roi_head.bbox_roi_extractor.out_channels': 32,
+          'model.roi_head.mask_roi_extractor.out_channels': 32,
+          'model.roi_head.mask_head.in_channels': 32,
+          'model.roi_head.mask_head.conv_out_channels': 32}
+TWO_STAGE = dict(NARROW, **{
+    'model.backbone.arch': 'evt-test', 'model.neck.in_channels': [16, 32, 64, 128],
+    'model.roi_head.mask_head.num_classes': 3, 'model.test_cfg.rpn.max_per_img': 100})
+HEAD = dict(num_classes=3, in_channels=32, fc_out_channels=64)
 TINY = {
-    RETINANET: {'model.backbone.arch': 'evt-test', 'model.neck.in_channels': [32, 64, 128]},
-    MASK_RCNN: dict(TWO_STAGE, **{'model.roi_head.bbox_head.num_classes': 3}),
-    CASCADE: dict(TWO_STAGE, **{f'model.roi_head.bbox_head.{i}.num_classes': 3
-                                for i in range(3)}),
+    RETINANET: {'model.backbone.arch': 'evt-test', 'model.neck.in_channels': [32, 64, 128],
+                'model.neck.out_channels': 32, 'model.bbox_head.in_channels': 32,
+                'model.bbox_head.feat_channels': 32},
+    MASK_RCNN: dict(TWO_STAGE, **{f'model.roi_head.bbox_head.{k}': v
+                                  for k, v in HEAD.items()}),
+    CASCADE: dict(TWO_STAGE, **{f'model.roi_head.bbox_head.{i}.{k}': v for i in range(3)
+                                for k, v in dict(HEAD, conv_out_channels=32).items()}),
     SEM_FPN: {'model.backbone.arch': 'evt-test', 'model.neck.in_channels': [16, 32, 64, 128]},
     UPERNET: {'model.backbone.arch': 'evt-test',
               'model.decode_head.in_channels': [16, 32, 64, 128],
