@@ -336,8 +336,7 @@ def _path_str(path: Tuple[Any, ...]) -> str:
     return 'model.' + '.'.join(str(p) for p in path)
 
 
-def find_consumers(model_cfg: dict, toolkit: str) -> Tuple[List[Tuple[Tuple[Any, ...], dict]],
-                                                          List[str]]:
+def find_consumers(model_cfg: dict) -> Tuple[List[Tuple[Tuple[Any, ...], dict]], List[str]]:
     """The modules of ``model_cfg`` that read the backbone's outputs, as (path, cfg).
 
     The toolkits feed the backbone's outputs to the neck when there is one
@@ -445,8 +444,8 @@ def apply_recipe(plan: SwapPlan, src_cfg, recipe: str) -> None:
         plan.recipe_note = (f'{src_cfg.model.get("type")} is query-based: none of our '
                             'families matches, so its own AdamW recipe (lr tuned for its '
                             'decoder, backbone lr x0.1) is kept')
-        path, own = family_config('mask_rcnn' if plan.toolkit == 'mmdet' else 'upernet',
-                                  plan.arch)
+        path, _ = family_config('mask_rcnn' if plan.toolkit == 'mmdet' else 'upernet',
+                                plan.arch)
         ours = load_src(path)
         norm = ours.model.backbone.get('norm_cfg')
         if norm:
@@ -454,8 +453,6 @@ def apply_recipe(plan: SwapPlan, src_cfg, recipe: str) -> None:
         plan.backbone['drop_path_rate'] = (arch_drop, f"{plan.arch}'s ImageNet value")
         return
     path, own = family_config(family, plan.arch)
-    rel = osp.relpath(path, osp.dirname(osp.dirname(path)))
-    rel = 'configs/' + rel if not rel.startswith('configs') else rel
     ours = load_src(path)
     src_name = osp.basename(path)
     if not own:
@@ -518,7 +515,7 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None,
                      f'{[EVT_STRIDES[s] for s in stages]}, for {outputs.type}\'s outputs '
                      f'{outputs.describe()}'))
     plan = SwapPlan(src, arch, toolkit, outputs, stages, backbone, notes=notes)
-    consumers, cnotes = find_consumers(model, toolkit)
+    consumers, cnotes = find_consumers(model)
     plan.notes.extend(cnotes)
     for path, ccfg in consumers:
         where = _path_str(path)
@@ -937,8 +934,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(
         prog='mmevt-swap', description='Write a config that inherits SRC with EVT as its '
         'backbone (the consumers of the backbone remapped, our recipe), optionally check it.')
-    parser.add_argument('src', help="config file or 'mmdet::' / 'mmseg::' / 'mmpretrain::' path")
-    parser.add_argument('--arch', required=True, help='EVT arch, e.g. evt-t, evt-s, evt-swin-t')
+    parser.add_argument('src', help="config file, or a 'mmdet::' / 'mmseg::' / "
+                        "'mmpretrain::' path")
+    parser.add_argument('--arch', required=True,
+                        help='EVT arch, e.g. evt-t, evt-s, evt-swin-t')
     parser.add_argument('--out', required=True, help='the config to write (DST, .py)')
     parser.add_argument('--pretrained', help='backbone checkpoint (init_cfg); keys under '
                         "'backbone.' as in an mmevt classifier checkpoint")

@@ -1,4 +1,4 @@
-"""``mmevt-swap`` / ``tools/misc/swap_backbone.py``: EVT swapped into the toolkits' own configs.
+"""``mmevt-swap`` (``tools/misc/swap_backbone.py``): EVT swapped into the toolkits' configs.
 
 The zoo test runs every entry of ``tests/fixtures/swap_zoo.yml`` in-process: swap with
 ``evt-test``, then :func:`mmevt.swap.check_config` (one training step with a finite loss and
