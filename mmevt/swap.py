@@ -631,8 +631,8 @@ def _comment(text: str, indent: int = 0, width: int = 95) -> List[str]:
                          break_long_words=False, break_on_hyphens=False)
 
 
-def render(plan: SwapPlan, src_cfg, command: str) -> str:
-    """The text of DST."""
+def render(plan: SwapPlan, src_cfg, command: str, base: Optional[str] = None) -> str:
+    """The text of DST; ``base`` is its ``_base_`` (defaults to ``plan.src``)."""
     lines = _comment(f'{plan.src} with an {plan.arch} (EVT) backbone instead of '
                      f'{plan.outputs.type}.')
     lines += _comment(f'Written by: {command}')
@@ -641,7 +641,7 @@ def render(plan: SwapPlan, src_cfg, command: str) -> str:
     lines += _comment(f'Recipe: {plan.recipe_note}.')
     for note in plan.notes:
         lines += _comment(f'Note: {note}.')
-    lines += [f'_base_ = {plan.src!r}',
+    lines += [f'_base_ = {base or plan.src!r}',
               "# the toolkit's own tools/train.py imports mmevt, which registers EVT",
               "custom_imports = dict(imports=['mmevt'], allow_failed_imports=False)",
               '']
@@ -694,7 +694,9 @@ def swap_config(src: str, arch: str, out: str, pretrained: Optional[str] = None,
     plan, cfg, original = plan_swap(src, arch, pretrained, recipe)
     command = command or (f'mmevt-swap {src} --arch {plan.arch} --out {out} --recipe {recipe}'
                           + (f' --pretrained {pretrained}' if pretrained else ''))
-    text = render(plan, cfg, command)
+    # mmengine resolves a relative `_base_` from DST's folder
+    base = src if '::' in src else osp.relpath(osp.abspath(src), osp.dirname(osp.abspath(out)))
+    text = render(plan, cfg, command, base)
     os.makedirs(osp.dirname(osp.abspath(out)), exist_ok=True)
     with open(out, 'w') as f:
         f.write(text)

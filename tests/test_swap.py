@@ -142,6 +142,20 @@ def test_pretrained_backbone_loads_in_the_swapped_model(tmp_path):
         assert torch.equal(v, saved[f'backbone.{k}']), k
 
 
+def test_a_user_config_file_is_inherited_from_the_written_configs_folder(tmp_path):
+    (tmp_path / 'mine').mkdir()
+    src = write_config(tmp_path / 'mine' / 'retina.py',
+                       "_base_ = 'mmdet::retinanet/retinanet_r50_fpn_1x_coco.py'\n"
+                       'model = dict(bbox_head=dict(num_classes=3))\n')
+    dst = str(tmp_path / 'out' / 'retina_evt.py')
+    swap_config(src, 'evt-t', dst, log=_quiet)
+    cfg = load_config(dst)
+    assert cfg.model.bbox_head.num_classes == 3
+    assert cfg.model.neck.in_channels == [64, 128, 256, 512]
+    with open(dst) as f:
+        assert "_base_ = '../mine/retina.py'" in f.read()
+
+
 def test_user_errors_name_the_bad_value(tmp_path):
     dst = str(tmp_path / 'x.py')
     with pytest.raises(ValueError, match="--arch must be one of .*got 'evt-xxl'"):
