@@ -3,6 +3,7 @@ the compatibility module, the deploy configs, and every family exported and comp
 PyTorch in onnxruntime on a real photograph."""
 import glob
 import os.path as osp
+import sys
 
 import pytest
 import torch
@@ -130,7 +131,7 @@ def test_deploy_config_loads_with_its_models(deploy_config):
         assert len(deploy_cfg.onnx_config.input_shape) == 2
 
 
-def test_bad_pairs_and_existing_files_are_refused(tmp_path):
+def test_bad_pairs_and_existing_files_are_refused(tmp_path, monkeypatch):
     dyn = write_config(tmp_path / 'dyn.py', f'_base_ = [{SEG_CFG!r}]\nonnx_config = dict('
                        "dynamic_axes=dict(input={0: 'batch', 2: 'h', 3: 'w'}))\n")
     with pytest.raises(ValueError, match='dynamic H / W is refused'):
@@ -152,6 +153,10 @@ def test_bad_pairs_and_existing_files_are_refused(tmp_path):
         load_configs(tiny, SEM_FPN)
     with pytest.raises(FileNotFoundError, match='missing.py'):
         load_configs(str(tmp_path / 'missing.py'), SEM_FPN)
+    from mmevt import cli  # the mmevt-deploy command: user errors in one line, status 1
+    monkeypatch.setattr(sys, 'argv', ['mmevt-deploy', str(tmp_path / 'missing.py'), SEM_FPN])
+    with pytest.raises(SystemExit, match="deploy: error: config file '.*missing.py'"):
+        cli.deploy()
     deploy_cfg, model_cfg = load_configs(SEG_CFG, SEM_FPN)
     (tmp_path / 'end2end.onnx').write_bytes(b'user data')
     with pytest.raises(FileExistsError, match='--overwrite'):
