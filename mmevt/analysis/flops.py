@@ -137,7 +137,8 @@ def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 
         samples, call = _data_samples(scope, hw), model.forward
         forward = lambda inputs: call(inputs, samples, mode='tensor')  # noqa: E731
     rois = []
-    hooks = [m.register_forward_hook(lambda m, args, out: rois.append(args[1].shape[0]))
+    # int(): under tracing, sizes are tensors
+    hooks = [m.register_forward_hook(lambda m, args, out: rois.append(int(args[1].shape[0])))
              for m in model.modules() if type(m).__name__.endswith('RoIExtractor')]
     try:
         analyzer = analyze_flops(model, (x, ), forward)
@@ -145,10 +146,10 @@ def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 
         for h in hooks:
             h.remove()
     by_module = analyzer.by_module()
-    flops = dict(total=analyzer.total())
+    flops = dict(total=int(analyzer.total()))
     params = dict(total=count_params(model))
     for part in PARTS:
-        flops[part] = by_module.get(part, 0)
+        flops[part] = int(by_module.get(part, 0))
         params[part] = count_params(getattr(model, part)) if hasattr(model, part) else 0
     for counts in (flops, params):
         counts['heads'] = counts['total'] - sum(counts[p] for p in PARTS)

@@ -4,6 +4,7 @@
     python tools/analysis/get_flops.py CONFIG                # the toolkit's usual size
     python tools/analysis/get_flops.py CONFIG --shape 800 1344
     python tools/analysis/get_flops.py CONFIG --features-only   # backbone + neck only
+    python tools/analysis/get_flops.py CONFIG1 CONFIG2 ...       # one table per config
 
 Counts like the toolkits' own ``get_flops.py`` (mmengine's ``FlopAnalyzer``: one FLOP per
 multiply-add, G = 1e9, as mmdet's tool prints), with scaled-dot-product attention counted
@@ -34,7 +35,8 @@ def table(result: dict) -> str:
 def main(argv=None) -> None:
     from mmengine.config import DictAction
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('config', help='an mmdet / mmseg / mmpretrain config file')
+    parser.add_argument('configs', nargs='+', metavar='CONFIG',
+                        help='mmdet / mmseg / mmpretrain config files')
     parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
                         help='input size; default 800 1280 (det), 512 2048 (seg), 224 224 '
                              '(cls)')
@@ -43,7 +45,7 @@ def main(argv=None) -> None:
     parser.add_argument('--device', default='cpu', help="where to count (default: 'cpu')")
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='override config settings, key=value (as the toolkits\' tools)')
-    parser.add_argument('--json', help='also write the numbers to this new file')
+    parser.add_argument('--json', help='also write the numbers to this new file (by config)')
     args = parser.parse_args(argv)
     if args.shape and min(args.shape) < 1:
         parser.error(f'--shape needs positive H W, got {args.shape}')
@@ -54,23 +56,26 @@ def main(argv=None) -> None:
     from mmengine.config import Config
 
     from mmevt.analysis.flops import config_complexity
-    cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
-    result = config_complexity(cfg, args.shape, args.device, args.features_only)
-    h, w = result['shape']
-    print(f"{args.config}: {result['scope']}, input 1 x 3 x {h} x {w} (H x W)")
-    print("counter: mmengine's FlopAnalyzer (as the toolkits' get_flops.py) + mmevt's "
-          'scaled_dot_product_attention handle; 1 FLOP = 1 multiply-add, G = 1e9')
-    print(table(result))
-    if result['proposals'] is not None:
-        print(f"RoI heads counted on the {result['proposals']} proposals the RPN kept "
-              '(random weights, random image)')
-    skipped = ', '.join(f'{op} x{n}' for op, n in sorted(result['unsupported'].items()))
-    print(f'not counted by the counter: {skipped or "nothing"}')
+    results = {}
+    for path in args.configs:
+        cfg = Config.fromfile(path)
+        if args.cfg_options:
+            cfg.merge_from_dict(args.cfg_options)
+        result = results[path] = config_complexity(cfg, args.shape, args.device,
+                                                   args.features_only)
+        h, w = result['shape']
+        print(f"{path}: {result['scope']}, input 1 x 3 x {h} x {w} (H x W)")
+        print("counter: mmengine's FlopAnalyzer (as the toolkits' get_flops.py) + mmevt's "
+              'scaled_dot_product_attention handle; 1 FLOP = 1 multiply-add, G = 1e9')
+        print(table(result))
+        if result['proposals'] is not None:
+            print(f"RoI heads counted on the {result['proposals']} proposals the RPN kept "
+                  '(random weights, random image)')
+        skipped = ', '.join(f'{op} x{n}' for op, n in sorted(result['unsupported'].items()))
+        print(f'not counted by the counter: {skipped or "nothing"}\n', flush=True)
     if args.json:
         with open(args.json, 'w') as f:
-            json.dump(dict(config=args.config, **result), f, indent=1)
+            json.dump(results, f, indent=1)
 
 
 if __name__ == '__main__':
