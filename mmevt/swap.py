@@ -604,15 +604,18 @@ def _fmt(value: Any, indent: int = 0, used: int = 0, width: int = 95) -> str:
     return opening + '\n' + ',\n'.join(body) + ',\n' + ' ' * indent + closing
 
 
-def _nest(path: Tuple[Any, ...], values: Dict[str, Any], base_model: dict) -> Tuple[str, Any]:
+def _nest(path: Tuple[Any, ...], values: Dict[str, Any], base_model: dict,
+          existing: Any = None) -> Tuple[str, Any]:
     """The top key under ``model`` and its value for an override at ``path``; a list
     element (heads given as a list) is written as the whole list with that element
-    changed, since a config cannot override one element of a list."""
+    changed (into ``existing``, the list written so far, if any), since a config cannot
+    override one element of a list."""
     if not path:
         raise AssertionError('model-level overrides are merged by the caller')
     key, rest = path[0], path[1:]
     if rest and isinstance(rest[0], int):
-        items = [copy.deepcopy(_plain(x)) for x in base_model[key]]
+        items = existing if isinstance(existing, list) else [
+            copy.deepcopy(_plain(x)) for x in base_model[key]]
         target = items[rest[0]]
         for p in rest[1:]:
             target = target[p]
@@ -656,8 +659,11 @@ def render(plan: SwapPlan, src_cfg, command: str, base: Optional[str] = None) ->
             for k, v in o.values.items():
                 merged[k] = (v, [o.why])
             continue
-        key, value = _nest(o.path, o.values, src_cfg.model)
-        if key in merged and isinstance(value, dict) and isinstance(merged[key][0], dict):
+        key = o.path[0]
+        key, value = _nest(o.path, o.values, src_cfg.model, merged.get(key, (None, ))[0])
+        if key in merged and isinstance(value, list):
+            merged[key][1].append(o.why)  # the same list, changed in place
+        elif key in merged and isinstance(value, dict) and isinstance(merged[key][0], dict):
             old, whys = merged[key]
             _deep_update(old, value)
             whys.append(o.why)
