@@ -13,7 +13,7 @@ the proposals its RPN keeps), classifiers up to the logits; auxiliary heads, whi
 in training, are not part of it.
 """
 import importlib
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
@@ -32,11 +32,14 @@ DEFAULT_SHAPES = {'mmdet': (800, 1280), 'mmseg': (512, 2048), 'mmpretrain': (224
 def _forward_as(model: nn.Module, forward: Callable[..., Any]) -> Iterator[None]:
     """Make ``model(*args)`` run ``forward(*args)`` (an instance attribute over the class's
     ``forward``, as mmdet's ``get_flops.py`` does), so module hooks and scopes still work."""
+    saved = model.__dict__.get('forward')  # an instance-level forward set by someone else
     model.forward = forward
     try:
         yield
     finally:
         del model.forward
+        if saved is not None:
+            model.forward = saved
 
 
 def analyze_flops(model: nn.Module, inputs: Tuple[Tensor, ...],
@@ -58,14 +61,9 @@ def analyze_flops(model: nn.Module, inputs: Tuple[Tensor, ...],
     from mmengine.analysis import FlopAnalyzer
     analyzer = FlopAnalyzer(model, inputs)
     analyzer.unsupported_ops_warnings(False).uncalled_modules_warnings(False)
-    with torch.no_grad(), (_forward_as(model, forward) if forward else _noop()):
+    with torch.no_grad(), (_forward_as(model, forward) if forward else nullcontext()):
         analyzer.total()  # traces now, while ``forward`` is in place; results are cached
     return analyzer
-
-
-@contextmanager
-def _noop() -> Iterator[None]:
-    yield
 
 
 def build_from_config(cfg, device: str = 'cpu') -> Tuple[nn.Module, str]:
