@@ -27,7 +27,7 @@ def _benchmark():
     return module
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--arch', nargs='+', default=['evt-t'])
     parser.add_argument('--train', type=int, nargs=2, default=[512, 512], metavar=('H', 'W'),
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument('--warmup', type=int, default=1)
     parser.add_argument('--iters', type=int, default=3)
     parser.add_argument('--rounds', type=int, default=2)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.batch < 1 or min(args.train) < 32:
         parser.error(f'--batch must be >= 1 and --train H W >= 32, got {args.batch}, '
                      f'{args.train}')
