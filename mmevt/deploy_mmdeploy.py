@@ -204,8 +204,6 @@ class Reference:
         """What the graph computes, run by PyTorch: the model under mmdeploy's rewriters (and
         :func:`~mmevt.mmdeploy_compat.mmdeploy_compat`), eager, named like the graph's
         outputs."""
-        import copy
-
         from mmdeploy.core import RewriterContext, patch_model
         from mmdeploy.utils import IR, get_backend, get_ir_config
 
@@ -215,7 +213,7 @@ class Reference:
         with mmdeploy_compat(), RewriterContext(cfg=self.deploy_cfg, backend=backend,
                                                 ir=IR.ONNX, opset=opset):
             model = patch_model(self.model, cfg=self.deploy_cfg, backend=backend, ir=IR.ONNX)
-            outs = model(self.inputs, copy.deepcopy(self.data_samples), mode='predict')
+            outs = model(self.inputs, copy_samples(self.data_samples), mode='predict')
         outs = outs if isinstance(outs, (tuple, list)) else [outs]
         return {k: v.numpy() for k, v in zip(self.output_names, outs)}
 
@@ -449,6 +447,8 @@ def main(argv: Optional[List[str]] = None) -> str:
         raise ValueError(f'--benchmark must be >= 0 and --threads >= 1, got '
                          f'{args.benchmark} and {args.threads}')
     img = args.img or default_image()
+    if not osp.isfile(img):
+        raise FileNotFoundError(f'image {img!r} does not exist')
     work_dir = args.work_dir or osp.join(
         'work_dirs', 'deploy', osp.splitext(osp.basename(args.model_config))[0])
     deploy_cfg, model_cfg = load_configs(args.deploy_config, args.model_config,
@@ -464,6 +464,9 @@ def main(argv: Optional[List[str]] = None) -> str:
                 f'{k} {v:.3g}' if isinstance(v, float) else f'{k} {v}'
                 for k, v in result[name].items()))
         print(f"verified at batch {result['batches']}")
+        if result['graph'].get('detections') == 0:
+            print('note: no detections above the score threshold on this image, so boxes and '
+                  'masks were not compared (random weights? pass a checkpoint)')
     if args.benchmark:
         ref = Reference(deploy_cfg, model_cfg, args.checkpoint, read_images(img, 1), args.seed)
         t = benchmark(out, ref, args.benchmark, args.threads)
