@@ -50,8 +50,10 @@ def test_benchmark_reads_config_backbones_and_counts_complexity(tmp_path):
 
 
 def test_benchmark_compiled_only():
+    # aot_eager: the tool's compiled path (dynamo traces the whole backbone, AOT autograd)
+    # without inductor's C++ code generation, which alone took ~40 s of the suite on 2 cores
     out = run_tool('tools/analysis/benchmark.py', '--arch', 'evt-test', '--compile', 'only',
-                   '--batch', '1', '--size', '64', '--dtype', 'fp32', '--warmup', '1',
-                   '--iters', '1')
+                   '--compile-backend', 'aot_eager', '--batch', '1', '--size', '64',
+                   '--dtype', 'fp32', '--warmup', '1', '--iters', '1')
     rows = [line for line in out.splitlines() if line.startswith('| evt-test |')]
     assert len(rows) == 1 and '| fp32 | True |' in rows[0]

@@ -126,13 +126,14 @@ def cpu_peak_tracker() -> Optional[Callable[[], float]]:
 
 def measure(model: nn.Module, device: torch.device, shape, dtype: str, train: bool,
             compile_: bool, warmup: int, iters: int,
-            profile: int = 0) -> Dict[str, float]:
+            profile: int = 0, backend: str = 'inductor') -> Dict[str, float]:
     """Time one case; the model is on ``device`` only meanwhile, so the peak memory is
     this model's alone (CUDA: allocated memory incl. weights; CPU: growth of the resident
-    set during the case). ``profile > 0`` prints the ``profile`` costliest kernels."""
+    set during the case). ``profile > 0`` prints the ``profile`` costliest kernels;
+    ``backend`` is ``torch.compile``'s."""
     model = model.to(device)
     model.train(train)  # some backbones' train() returns None
-    run = torch.compile(model) if compile_ else model
+    run = torch.compile(model, backend=backend) if compile_ else model
     x = torch.randn(shape, device=device)
     amp = (torch.autocast(device.type, dtype=torch.bfloat16) if dtype == 'bf16'
            else nullcontext())
@@ -195,6 +196,9 @@ def main() -> None:
     parser.add_argument('--compile', nargs='?', const='both', default='no',
                         choices=['no', 'both', 'only'],
                         help='also (both) or only (only) under torch.compile')
+    parser.add_argument('--compile-backend', default='inductor',
+                        help="torch.compile's backend (default: inductor; 'aot_eager' traces "
+                             'and runs without code generation, to check a setup quickly)')
     parser.add_argument('--attn-impl', default='auto')
     parser.add_argument('--warmup', type=int, default=3)
     parser.add_argument('--iters', type=int, default=10)
@@ -259,7 +263,8 @@ def main() -> None:
             if args.profile and rnd == 0:
                 print(f'profile: {name} {case} {dtype} compiled={comp}', flush=True)
             done.append(measure(model, device, shape, dtype, train, comp, args.warmup,
-                                args.iters, args.profile if rnd == 0 else 0))
+                                args.iters, args.profile if rnd == 0 else 0,
+                                args.compile_backend))
             if args.rounds == 1:
                 emit(job, done)
     if args.rounds > 1:
