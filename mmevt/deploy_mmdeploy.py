@@ -27,10 +27,8 @@ import argparse
 import os
 import os.path as osp
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -384,9 +382,9 @@ def verify(onnx_file: str, deploy_cfg, model_cfg, checkpoint: Optional[str], img
 
 def benchmark(onnx_file: str, ref: Reference, rounds: int = 10,
               threads: Optional[int] = None) -> Dict[str, float]:
-    """Median CPU latency of onnxruntime and of PyTorch on the same batch, same threads.
+    """Median CPU latency of onnxruntime and of PyTorch on the same batch, same threads
+    (:func:`mmevt.deployment.time_against_onnxruntime`: the two alternate run by run).
 
-    The two alternate run by run, so that load from other processes falls on both alike.
     PyTorch's time is its ``predict`` as in :meth:`Reference.predict` (model and
     post-processing, no data pipeline), onnxruntime's the graph.
 
@@ -394,26 +392,12 @@ def benchmark(onnx_file: str, ref: Reference, rounds: int = 10,
         dict: ``ort_ms``, ``torch_ms`` (medians of ``rounds`` after 2 warm-up runs) and
         ``threads``.
     """
-    import onnxruntime as ort
-    before = torch.get_num_threads()
-    threads = threads or before
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    session = ort.InferenceSession(onnx_file, opts, providers=['CPUExecutionProvider'])
-    runs: Dict[str, Callable] = {'torch_ms': ref.predict,
-                                 'ort_ms': lambda: run_onnx(session, ref.inputs)}
-    times: Dict[str, List[float]] = {k: [] for k in runs}
-    torch.set_num_threads(threads)
-    try:
-        for i in range(2 + rounds):
-            for key, fn in runs.items():
-                t0 = time.perf_counter()
-                fn()
-                if i >= 2:
-                    times[key].append((time.perf_counter() - t0) * 1e3)
-    finally:
-        torch.set_num_threads(before)
-    return dict({k: statistics.median(v) for k, v in times.items()}, threads=threads)
+    from .deployment import time_against_onnxruntime
+
+    def runs(session) -> Dict[str, Callable]:
+        return {'torch_ms': ref.predict, 'ort_ms': lambda: run_onnx(session, ref.inputs)}
+
+    return time_against_onnxruntime(onnx_file, runs, rounds, 2, threads)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:

@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -228,13 +228,52 @@ def verify_onnx(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int
     return worst
 
 
-def benchmark(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int],
-              rounds: int = 20, batch: int = 1, threads: Optional[int] = None
-              ) -> Dict[str, float]:
-    """Median latency of onnxruntime and of PyTorch eager, on CPU, same thread count.
+def time_against_onnxruntime(onnx_file: str, run_torch: Callable[[object], object],
+                             rounds: int, warmup: int, threads: Optional[int] = None
+                             ) -> Dict[str, float]:
+    """Median latency of an onnxruntime session and of a PyTorch callable, same threads.
 
     The two alternate run by run, so that load from other processes on a shared machine
     falls on both alike.
+
+    Args:
+        onnx_file (str): the ONNX file.
+        run_torch (Callable): ``run_torch(session)`` runs PyTorch once and returns a
+            callable that runs onnxruntime once (built from the session).
+        rounds (int): timed runs of each, after ``warmup`` untimed ones.
+        warmup (int): untimed runs of each.
+        threads (int, optional): intra-op threads of both. Defaults to torch's current
+            setting.
+
+    Returns:
+        dict: ``ort_ms``, ``torch_ms`` (medians) and ``threads``.
+    """
+    import onnxruntime as ort
+    before = torch.get_num_threads()
+    threads = threads or before
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    session = ort.InferenceSession(onnx_file, opts, providers=['CPUExecutionProvider'])
+    runs = run_torch(session)
+    times: Dict[str, List[float]] = {k: [] for k in runs}
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode():
+            for i in range(warmup + rounds):
+                for key, fn in runs.items():
+                    t0 = time.perf_counter()
+                    fn()
+                    if i >= warmup:
+                        times[key].append((time.perf_counter() - t0) * 1e3)
+    finally:
+        torch.set_num_threads(before)  # the caller's setting, not ours
+    return dict({k: statistics.median(v) for k, v in times.items()}, threads=threads)
+
+
+def benchmark(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int],
+              rounds: int = 20, batch: int = 1, threads: Optional[int] = None
+              ) -> Dict[str, float]:
+    """Median CPU latency of onnxruntime and of PyTorch eager on the exported model.
 
     Args:
         onnx_file (str): from :func:`export_onnx`.
@@ -249,30 +288,14 @@ def benchmark(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int],
     Returns:
         dict: ``ort_ms``, ``torch_ms`` (medians) and ``threads``.
     """
-    import onnxruntime as ort
-    before = torch.get_num_threads()
-    threads = threads or before
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    session = ort.InferenceSession(onnx_file, opts, providers=['CPUExecutionProvider'])
-    name = session.get_inputs()[0].name
     wrapper = TensorMode(model, kind).eval()
     x = torch.randn(batch, 3, *shape)
-    feeds = {name: x.numpy()}
-    runs = {'torch_ms': lambda: wrapper(x), 'ort_ms': lambda: session.run(None, feeds)}
-    times: Dict[str, List[float]] = {k: [] for k in runs}
-    torch.set_num_threads(threads)
-    try:
-        with torch.inference_mode():
-            for i in range(3 + rounds):
-                for key, fn in runs.items():
-                    t0 = time.perf_counter()
-                    fn()
-                    if i >= 3:
-                        times[key].append((time.perf_counter() - t0) * 1e3)
-    finally:
-        torch.set_num_threads(before)  # the caller's setting, not ours
-    return dict({k: statistics.median(v) for k, v in times.items()}, threads=threads)
+
+    def runs(session) -> Dict[str, Callable]:
+        feeds = {session.get_inputs()[0].name: x.numpy()}
+        return {'torch_ms': lambda: wrapper(x), 'ort_ms': lambda: session.run(None, feeds)}
+
+    return time_against_onnxruntime(onnx_file, runs, rounds, 3, threads)
 
 
 def default_name(config: str, kind: str, shape: Sequence[int]) -> str:

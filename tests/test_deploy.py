@@ -3,6 +3,7 @@ the compatibility module, the deploy configs, and every family exported and comp
 PyTorch in onnxruntime on a real photograph."""
 import glob
 import os.path as osp
+import re
 import sys
 
 import pytest
@@ -230,9 +231,12 @@ def test_tool_deploys_a_classifier_with_a_dynamic_batch(tmp_path):
         'test_pipeline.1.scale=146', 'test_pipeline.2.crop_size=128']
     args = ['tools/deployment/deploy.py', deploy_config, CLASSIFIER, str(tmp_path / 'cls.pth'),
             '--work-dir', str(tmp_path / 'work'), '--verify', '--seed', '5',
-            '--cfg-options', *options]
+            '--benchmark', '2', '--threads', '1', '--cfg-options', *options]
     log = run_tool(*args)
     assert 'verified at batch [1, 2]' in log, log[-3000:]
+    timing = re.search(r'latency at \(128, 128\), 1 thread\(s\), median of 2: onnxruntime '
+                       r'([\d.]+) ms, PyTorch ([\d.]+) ms', log)
+    assert timing and float(timing[1]) > 0 and float(timing[2]) > 0, log[-2000:]
     assert "onnxruntime vs mmpretrain's own predict: probability" in log
     graph = onnx.load(str(tmp_path / 'work' / 'end2end.onnx')).graph
     dims = [d.dim_param or d.dim_value for d in graph.input[0].type.tensor_type.shape.dim]
