@@ -34,7 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from .apis.launch import TOOLKITS
+from .apis.launch import config_toolkit
 from .models.backbones.evt import MIN_INPUT_SIZE
 
 DYNAMIC_HW_ERROR = (
@@ -101,10 +101,7 @@ def check_configs(deploy_cfg, model_cfg) -> None:
     ir = get_ir_config(deploy_cfg).get('type')
     if ir != 'onnx':
         raise ValueError(f"onnx_config.type must be 'onnx', got {ir!r}")
-    scope = model_cfg.get('default_scope')
-    if scope not in TOOLKITS:
-        raise ValueError(f'the model config\'s default_scope must be one of {list(TOOLKITS)}, '
-                         f'got {scope!r}')
+    scope = config_toolkit(model_cfg, 'the model config')
     codebase = get_codebase(deploy_cfg).value
     if codebase != scope:
         raise ValueError(f'the deploy config is for {codebase!r} (codebase_config.type) but '

@@ -32,7 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from .apis.launch import TOOLKITS
+from .apis.launch import config_toolkit
 from .models.backbones.evt import MIN_INPUT_SIZE as MIN_SIZE  # four stride-2 levels
 DYNAMIC_HW_ERROR = ('dynamic H / W cannot be exported: the stages choose their decay bias '
                     'cache and the padding of a partial last group from the concrete grid '
@@ -94,10 +94,7 @@ def load_model(config: str, checkpoint: Optional[str] = None, backbone_only: boo
     cfg = Config.fromfile(config)
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
-    scope = cfg.get('default_scope')
-    if scope not in TOOLKITS:
-        raise ValueError(f'{config}: default_scope must be one of {list(TOOLKITS)}, '
-                         f'got {scope!r}')
+    scope = config_toolkit(cfg, config)
     if scope == 'mmdet' and not backbone_only:
         raise ValueError(f'{config} is an mmdet detector: its post-processing (NMS, RoI '
                          'heads) needs mmdeploy; export the backbone with --backbone-only')

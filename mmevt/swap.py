@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .apis.launch import TOOLKITS
+from .apis.launch import config_toolkit
 
 EVT_STRIDES = (4, 8, 16, 32)
 # Side of the square input the original backbone is probed with (a multiple of 32, so that
@@ -167,11 +167,7 @@ def load_src(src: str):
 
 def toolkit_of_cfg(cfg, name: str) -> str:
     """The toolkit owning ``cfg`` (its ``default_scope``)."""
-    scope = cfg.get('default_scope')
-    if scope not in TOOLKITS:
-        raise ValueError(f'{name}: default_scope must be one of {list(TOOLKITS)}, got '
-                         f'{scope!r}; only mmdet, mmseg and mmpretrain configs can be swapped')
-    return scope
+    return config_toolkit(cfg, name)
 
 
 def _scoped(toolkit: str):

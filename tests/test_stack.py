@@ -168,6 +168,16 @@ def test_tools_pick_the_toolkit_from_default_scope(tmp_path):
     assert out.returncode != 0 and 'missing.py' in out.stdout
 
 
+def test_swap_names_a_config_of_another_toolkit():
+    # the one default_scope check (mmevt.apis.launch.config_toolkit) behind every tool
+    from mmengine.config import Config
+
+    from mmevt.swap import toolkit_of_cfg
+    with pytest.raises(ValueError, match=r"src\.py: default_scope must be one of "
+                                         r"\['mmdet', 'mmseg', 'mmpretrain'\].*got 'mmocr'"):
+        toolkit_of_cfg(Config(dict(default_scope='mmocr')), 'src.py')
+
+
 def test_environment_is_reused_quickly():
     # the bootstrap's second run only checks the stamp and the mmcv ops (no installs)
     env = dict(os.environ, MMEVT_VENV=osp.dirname(osp.dirname(sys.executable)))

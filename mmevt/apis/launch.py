@@ -21,16 +21,25 @@ def find_config_arg(argv: List[str]) -> str:
     raise ValueError('no config file given; usage: tools/train.py CONFIG [options]')
 
 
+def config_toolkit(cfg, name: str) -> str:
+    """The toolkit owning the loaded config ``cfg`` (its ``default_scope``).
+
+    Raises:
+        ValueError: the scope is not one of :data:`TOOLKITS` (``name`` names the config).
+    """
+    scope = cfg.get('default_scope')
+    if scope not in TOOLKITS:
+        raise ValueError(f'{name}: default_scope must be one of {list(TOOLKITS)} to pick a '
+                         f'toolkit, got {scope!r}')
+    return scope
+
+
 def toolkit_of(config: str) -> str:
     """The toolkit owning ``config``, read from its ``default_scope``."""
     from mmengine.config import Config
     if not osp.isfile(config):
         raise FileNotFoundError(f'config file {config!r} does not exist')
-    scope = Config.fromfile(config).get('default_scope')
-    if scope not in TOOLKITS:
-        raise ValueError(f'{config}: default_scope must be one of {list(TOOLKITS)} to pick a '
-                         f'toolkit, got {scope!r}')
-    return scope
+    return config_toolkit(Config.fromfile(config), config)
 
 
 def toolkit_tool_path(toolkit: str, tool: str) -> str:
