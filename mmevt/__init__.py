@@ -1,7 +1,8 @@
 """mmevt: EVT backbones (Euclidean spatial decay attention with 1D token grouping) for
 OpenMMLab 2.x. Importing it allow-lists OpenMMLab checkpoint classes for safe
 ``weights_only`` loading, makes mmengine's local checkpoint writes atomic, and registers
-the modules into mmpretrain, mmdet and mmseg and a FLOP handle for fused attention into
+the modules into mmpretrain, mmdet and mmseg, caches the toolkits' config index for
+``pkg::`` bases, and registers a FLOP handle for fused attention into
 mmengine's and fvcore's counters."""
 from .utils.atomic_io import enable_atomic_local_writes
 from .utils.checkpoint import enable_safe_checkpoint_loading
@@ -18,9 +19,11 @@ from .registry import register_all_modules  # noqa: E402
 
 REGISTERED_TOOLKITS = register_all_modules()
 
-from .hub import enable_config_prefix, register_model_names  # noqa: E402
+from .hub import (enable_config_index_cache, enable_config_prefix,  # noqa: E402
+                  register_model_names)
 
 enable_config_prefix()  # `_base_ = 'mmevt::...'` resolves (installed from a wheel)
+enable_config_index_cache()  # `pkg::` bases: the toolkits' metafiles read once, not per base
 MODEL_NAMES = register_model_names()  # mmpretrain.get_model('evt-t_8xb128_in1k') etc.
 
 from .analysis.flop_handles import register_flop_handles  # noqa: E402

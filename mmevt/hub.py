@@ -10,9 +10,10 @@ classification model names in mmpretrain.
 - ``mmpretrain.get_model('evt-t_8xb128_in1k')``, ``list_models('*evt*')`` and
   ``ImageClassificationInferencer`` know the names of ``configs/cls/metafile.yml``.
 """
+import functools
 import os.path as osp
 import warnings
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 PACKAGE = 'mmevt'
 MODEL_INDEX = 'model-index.yml'
@@ -90,6 +91,50 @@ def enable_config_prefix() -> None:
     """
     from mmengine.config.utils import MODULE2PACKAGE
     MODULE2PACKAGE.setdefault(PACKAGE, PACKAGE)
+
+
+@functools.lru_cache(maxsize=None)
+def _config_index(package_path: str) -> Dict[str, dict]:
+    """Config name -> model entry over every metafile of ``<package_path>/.mim``, read once.
+
+    The same index mmengine 0.10.7's ``config.utils._get_cfg_metainfo`` builds (entries
+    without ``Config`` skipped, the first weight of a config kept), which it rebuilds for
+    every ``pkg::`` base of every config it parses.
+    """
+    from mmengine.fileio import load
+    index = load(osp.join(package_path, '.mim', 'model-index.yml'))
+    configs: Dict[str, dict] = {}
+    for meta in index['Import']:
+        for model in load(osp.join(package_path, '.mim', meta))['Models']:
+            if 'Config' in model:
+                configs.setdefault(model['Config'].partition('/')[-1], model)
+    return configs
+
+
+def _cached_cfg_metainfo(package_path: str, cfg_path: str) -> dict:
+    """``_get_cfg_metainfo`` over :func:`_config_index` (same result, same ``ValueError``)."""
+    configs = _config_index(package_path)
+    if cfg_path not in configs:
+        raise ValueError(f'Expected configs: {configs.keys()}, but got {cfg_path}')
+    return configs[cfg_path]
+
+
+def enable_config_index_cache() -> None:
+    """Read each toolkit's metafiles once per process when resolving ``pkg::`` bases.
+
+    mmengine 0.10.7 looks every ``mmdet::`` / ``mmseg::`` / ``mmpretrain::`` base up in the
+    package's model index first (several hundred YAML files for mmdet) and only then falls
+    back to ``.mim/configs/<path>``; that look-up is most of the time ``Config.fromfile``
+    takes (measured: an UperNet config 3.7 s -> 0.4 s once cached). The metafiles of an
+    installed package do not change while a process runs, so the index is cached; the
+    answer, and the ``ValueError`` that makes mmengine fall back, are unchanged. A no-op when
+    mmengine has no such function.
+    """
+    from mmengine.config import utils
+    original = getattr(utils, '_get_cfg_metainfo', None)
+    if callable(original) and original is not _cached_cfg_metainfo:
+        _cached_cfg_metainfo.__wrapped__ = original  # what it stands for (tests compare)
+        utils._get_cfg_metainfo = _cached_cfg_metainfo
 
 
 def register_model_names() -> List[str]:

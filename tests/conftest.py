@@ -11,6 +11,16 @@ def shapes_root(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope='session')
+def zoo_counts():
+    """``tools/analysis/complexity.py``'s rows for every arch of its tables at 224 x 224
+    (one counted forward per arch on the meta device), shared by the docs-table and the
+    complexity tests."""
+    from helpers import load_tool
+    complexity = load_tool('tools/analysis/complexity.py')
+    return complexity.complexity_rows(complexity.ARCHS, (224, 224))
+
+
 @pytest.fixture(autouse=True)
 def _restore_default_scope():
     """Undo any global default scope a test leaves behind.

@@ -120,6 +120,31 @@ def test_import_adds_the_config_prefix():
     assert MODULE2PACKAGE['mmevt'] == 'mmevt'
 
 
+def test_toolkit_config_index_is_read_once_with_mmengines_answers():
+    import mmevt  # noqa: F401
+    from mmengine.config import Config, utils
+    from mmengine.utils import get_installed_path
+
+    from mmevt import hub
+    assert utils._get_cfg_metainfo is hub._cached_cfg_metainfo
+    original = hub._cached_cfg_metainfo.__wrapped__
+    mmdet = get_installed_path('mmdet')
+    name = 'mask_rcnn/mask-rcnn_r50_fpn_1x_coco.py'  # a model of mmdet's index
+    assert hub._cached_cfg_metainfo(mmdet, name) == original(mmdet, name)
+    # mmengine asks without '.py', and a base is in no metafile: both raise the ValueError
+    # on which mmengine falls back to .mim/configs/<path>
+    for lookup in (original, hub._cached_cfg_metainfo):
+        with pytest.raises(ValueError, match='but got _base_/models/mask-rcnn_r50_fpn$'):
+            lookup(mmdet, '_base_/models/mask-rcnn_r50_fpn')
+    # parsing a config with several mmdet:: bases uses the index, built once
+    before = hub._config_index.cache_info()
+    cfg = Config.fromfile(osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py'))
+    after = hub._config_index.cache_info()
+    assert cfg.model.backbone.type == 'EVT'
+    assert after.hits + after.misses - before.hits - before.misses >= 3
+    assert after.misses - before.misses <= 1
+
+
 # ------------------------------------------------------------------ the wheel (subprocess)
 USER_SCRIPT = r'''
 """Run from an empty directory with only the installed wheel (first on PYTHONPATH)."""
