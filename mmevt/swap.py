@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .apis.launch import config_toolkit
+from .models.backbones.archs import ARCH_ALIASES, ARCH_NAMES, resolve_arch
 
 EVT_STRIDES = (4, 8, 16, 32)
 # Side of the square input the original backbone is probed with (a multiple of 32, so that
@@ -133,20 +134,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _arch_names(arch: str) -> List[str]:
-    """The :data:`~mmevt.models.arch_zoo` names of ``arch`` (an arch name or alias), the
-    canonical one first."""
-    from .models.backbones import arch_zoo, resolve_arch
-    try:
-        settings = resolve_arch(arch.lower())
-    except (ValueError, KeyError) as err:
-        raise ValueError(f'--arch must be one of {list(arch_zoo)}, got {arch!r}') from err
-    return [n for n in arch_zoo if resolve_arch(n) == settings]
-
-
-def _arch_settings(arch: str) -> dict:
-    from .models.backbones import resolve_arch
-    return resolve_arch(arch)
+def _canonical_arch(arch: str) -> str:
+    """The canonical name of ``arch`` (an arch name or alias, any case): our configs'."""
+    if arch.lower() not in ARCH_ALIASES:
+        raise ValueError(f'--arch must be one of {list(ARCH_NAMES)} (or an alias: '
+                         f'{sorted(set(ARCH_ALIASES) - set(ARCH_NAMES))}), got {arch!r}')
+    return ARCH_ALIASES[arch.lower()]
 
 
 def load_src(src: str):
@@ -409,7 +402,7 @@ def family_config(family: str, arch: str) -> Tuple[str, bool]:
     if root is None:
         raise FileNotFoundError('mmevt configs not found (neither a wheel with .mim/configs '
                                 'nor a source checkout); --recipe evt needs them')
-    for name, own in [(n, True) for n in _arch_names(arch)] + [(SHARED_RECIPE_ARCH, False)]:
+    for name, own in ((_canonical_arch(arch), True), (SHARED_RECIPE_ARCH, False)):
         hits = sorted(glob.glob(osp.join(root, 'configs',
                                          FAMILY_CONFIGS[family].format(arch=name))))
         hits = [h for h in hits if '384px' not in h and '_test-' not in h]
@@ -431,7 +424,7 @@ def _with_scope(cfg: Any, toolkit: str) -> Any:
 
 def apply_recipe(plan: SwapPlan, src_cfg, recipe: str) -> None:
     """Fill the backbone's drop path / norm and the optimizer overrides into ``plan``."""
-    arch_drop = _arch_settings(plan.arch)['drop_path_rate']
+    arch_drop = resolve_arch(plan.arch)['drop_path_rate']
     if recipe == 'keep':
         plan.recipe_note = 'the optimizer and schedule of SRC (--recipe keep)'
         return
@@ -495,7 +488,7 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None,
     """
     if recipe not in ('evt', 'keep'):
         raise ValueError(f"--recipe must be 'evt' or 'keep', got {recipe!r}")
-    arch = _arch_names(arch)[0]
+    arch = _canonical_arch(arch)
     cfg = load_src(src)
     toolkit = toolkit_of_cfg(cfg, src)
     model = cfg.get('model')
@@ -503,7 +496,7 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None,
         raise ValueError(f'{src}: model.backbone is missing; nothing to swap')
     outputs, original = measure_backbone(model.backbone, toolkit)
     stages, notes = map_outputs(outputs)
-    dims = _arch_settings(arch)['embed_dims']
+    dims = resolve_arch(arch)['embed_dims']
     backbone: Dict[str, Any] = dict(
         _delete_=(True, None), _scope_=(toolkit, None), type=('EVT', None),
         arch=(arch, None),

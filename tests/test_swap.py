@@ -11,8 +11,8 @@ import pytest
 import yaml
 from helpers import REPO, load_config, run_tool, write_config
 
-from mmevt.swap import (BackboneOutputs, check_config, map_outputs, remap_channels,
-                        swap_config)
+from mmevt.swap import (BackboneOutputs, check_config, family_config, map_outputs,
+                        remap_channels, swap_config)
 
 with open(osp.join(REPO, 'tests', 'fixtures', 'swap_zoo.yml')) as f:
     ZOO = yaml.safe_load(f)['configs']
@@ -120,6 +120,9 @@ def test_recipe_evt_is_our_family_config_and_keep_is_the_source(tmp_path):
     seg = load_config(dst)
     assert seg.optim_wrapper.optimizer.type == 'AdamW'
     assert seg.param_scheduler[-1].end == 80000 and seg.model.pretrained is None
+    # an alias (any case) is the arch: our config of its canonical name, named in the file
+    assert family_config('mask_rcnn', 'EVT-Small') == family_config('mask_rcnn', 'evt-s')
+    assert family_config('mask_rcnn', 'evt-s')[0].endswith('mask-rcnn_evt-s_fpn_1x_coco.py')
 
 
 def test_pretrained_backbone_loads_in_the_swapped_model(tmp_path):
