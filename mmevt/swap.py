@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .apis.launch import config_toolkit
-from .models.backbones.archs import ARCH_ALIASES, ARCH_NAMES, resolve_arch
+from .models.backbones.archs import ARCH_NAMES, canonical_name, resolve_arch
 
 EVT_STRIDES = (4, 8, 16, 32)
 # Side of the square input the original backbone is probed with (a multiple of 32, so that
@@ -136,10 +136,10 @@ def _plain(value: Any) -> Any:
 
 def _canonical_arch(arch: str) -> str:
     """The canonical name of ``arch`` (an arch name or alias, any case): our configs'."""
-    if arch.lower() not in ARCH_ALIASES:
-        raise ValueError(f'--arch must be one of {list(ARCH_NAMES)} (or an alias: '
-                         f'{sorted(set(ARCH_ALIASES) - set(ARCH_NAMES))}), got {arch!r}')
-    return ARCH_ALIASES[arch.lower()]
+    try:
+        return canonical_name(arch)
+    except ValueError as err:  # its text offers an arch dict, which --arch cannot take
+        raise ValueError(f'--arch must be one of {list(ARCH_NAMES)}, got {arch!r}') from err
 
 
 def load_src(src: str):
@@ -156,11 +156,6 @@ def load_src(src: str):
         raise FileNotFoundError(f'SRC config {src!r} does not exist (give a file or a '
                                 "'mmdet::' / 'mmseg::' / 'mmpretrain::' path)")
     return Config.fromfile(path)
-
-
-def toolkit_of_cfg(cfg, name: str) -> str:
-    """The toolkit owning ``cfg`` (its ``default_scope``)."""
-    return config_toolkit(cfg, name)
 
 
 def _scoped(toolkit: str):
@@ -490,7 +485,7 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None,
         raise ValueError(f"--recipe must be 'evt' or 'keep', got {recipe!r}")
     arch = _canonical_arch(arch)
     cfg = load_src(src)
-    toolkit = toolkit_of_cfg(cfg, src)
+    toolkit = config_toolkit(cfg, src)
     model = cfg.get('model')
     if not isinstance(model, dict) or not isinstance(model.get('backbone'), dict):
         raise ValueError(f'{src}: model.backbone is missing; nothing to swap')
@@ -874,7 +869,7 @@ def check_config(dst: str, size: Optional[int] = None, stages: Sequence[int] = (
     start = time.perf_counter()
     import mmevt  # noqa: F401
     cfg = Config.fromfile(dst)
-    toolkit = toolkit_of_cfg(cfg, dst)
+    toolkit = config_toolkit(cfg, dst)
     size = size or check_size(cfg.model, stages)
     model_cfg = _model_cfg_for_check(cfg, toolkit, size)
     torch.manual_seed(0)

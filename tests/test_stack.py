@@ -168,14 +168,13 @@ def test_tools_pick_the_toolkit_from_default_scope(tmp_path):
     assert out.returncode != 0 and 'missing.py' in out.stdout
 
 
-def test_swap_names_a_config_of_another_toolkit():
+def test_swap_names_a_config_of_another_toolkit(tmp_path):
     # the one default_scope check (mmevt.apis.launch.config_toolkit) behind every tool
-    from mmengine.config import Config
-
-    from mmevt.swap import toolkit_of_cfg
+    from mmevt.swap import plan_swap
+    src = write_config(tmp_path / 'src.py', "default_scope = 'mmocr'\n")
     with pytest.raises(ValueError, match=r"src\.py: default_scope must be one of "
                                          r"\['mmdet', 'mmseg', 'mmpretrain'\].*got 'mmocr'"):
-        toolkit_of_cfg(Config(dict(default_scope='mmocr')), 'src.py')
+        plan_swap(src, 'evt-t')
 
 
 def test_environment_is_reused_quickly():
