@@ -1,7 +1,8 @@
 """mmevt's configs as a package of the OpenMMLab hub: ``mmevt::`` config paths and the
 classification model names in mmpretrain.
 
-``import mmevt`` calls :func:`enable_config_prefix` and :func:`register_model_names`, so that
+``import mmevt`` enables ``mmevt::`` (:mod:`mmevt.patches.config_resolution`) and calls
+:func:`register_model_names`, so that
 
 - a config can inherit ``_base_ = 'mmevt::det/mask_rcnn/mask-rcnn_evt-s_fpn_1x_coco.py'``
   and ``mmengine.hub.get_config('mmevt::cls/evt/evt-t_8xb128_in1k.py')`` works, once
@@ -10,12 +11,13 @@ classification model names in mmpretrain.
 - ``mmpretrain.get_model('evt-t_8xb128_in1k')``, ``list_models('*evt*')`` and
   ``ImageClassificationInferencer`` know the names of ``configs/cls/metafile.yml``.
 """
-import functools
 import os.path as osp
 import warnings
-from typing import Dict, List, Optional
+from typing import List, Optional
 
-PACKAGE = 'mmevt'
+# where they lived before mmevt's patches moved to mmevt.patches (kept for one release)
+from .patches.config_resolution import (PACKAGE, enable_config_index_cache,  # noqa: F401
+                                        enable_config_prefix)
 MODEL_INDEX = 'model-index.yml'
 METAFILE = 'configs/cls/metafile.yml'
 # configs/cls/<dir> -> its collection in the metafile
@@ -78,63 +80,6 @@ def mim_root() -> Optional[str]:
         if osp.isfile(osp.join(root, MODEL_INDEX)) and osp.isdir(osp.join(root, 'configs')):
             return root
     return None
-
-
-def enable_config_prefix() -> None:
-    """Let mmengine resolve ``mmevt::<path>`` config paths.
-
-    mmengine 0.10.7 resolves ``pkg::`` only for packages listed in
-    ``mmengine.config.utils.MODULE2PACKAGE`` (module -> pip distribution name), then reads
-    ``<installed pkg>/.mim/configs/<path>``. Only an installed wheel has that directory:
-    mmengine locates it through the distribution's install location, which for an editable
-    install is site-packages, not the checkout.
-    """
-    from mmengine.config.utils import MODULE2PACKAGE
-    MODULE2PACKAGE.setdefault(PACKAGE, PACKAGE)
-
-
-@functools.lru_cache(maxsize=None)
-def _config_index(package_path: str) -> Dict[str, dict]:
-    """Config name -> model entry over every metafile of ``<package_path>/.mim``, read once.
-
-    The same index mmengine 0.10.7's ``config.utils._get_cfg_metainfo`` builds (entries
-    without ``Config`` skipped, the first weight of a config kept), which it rebuilds for
-    every ``pkg::`` base of every config it parses.
-    """
-    from mmengine.fileio import load
-    index = load(osp.join(package_path, '.mim', 'model-index.yml'))
-    configs: Dict[str, dict] = {}
-    for meta in index['Import']:
-        for model in load(osp.join(package_path, '.mim', meta))['Models']:
-            if 'Config' in model:
-                configs.setdefault(model['Config'].partition('/')[-1], model)
-    return configs
-
-
-def _cached_cfg_metainfo(package_path: str, cfg_path: str) -> dict:
-    """``_get_cfg_metainfo`` over :func:`_config_index` (same result, same ``ValueError``)."""
-    configs = _config_index(package_path)
-    if cfg_path not in configs:
-        raise ValueError(f'Expected configs: {configs.keys()}, but got {cfg_path}')
-    return configs[cfg_path]
-
-
-def enable_config_index_cache() -> None:
-    """Read each toolkit's metafiles once per process when resolving ``pkg::`` bases.
-
-    mmengine 0.10.7 looks every ``mmdet::`` / ``mmseg::`` / ``mmpretrain::`` base up in the
-    package's model index first (several hundred YAML files for mmdet) and only then falls
-    back to ``.mim/configs/<path>``; that look-up is most of the time ``Config.fromfile``
-    takes for a config with such bases. The metafiles of an
-    installed package do not change while a process runs, so the index is cached; the
-    answer, and the ``ValueError`` that makes mmengine fall back, are unchanged. A no-op when
-    mmengine has no such function.
-    """
-    from mmengine.config import utils
-    original = getattr(utils, '_get_cfg_metainfo', None)
-    if callable(original) and original is not _cached_cfg_metainfo:
-        _cached_cfg_metainfo.__wrapped__ = original  # what it stands for (tests compare)
-        utils._get_cfg_metainfo = _cached_cfg_metainfo
 
 
 def register_model_names() -> List[str]:

@@ -100,3 +100,45 @@ def load_config(path: str):
     """``Config.fromfile(path)``, parsed once per session (several test modules read every
     config); each call returns a copy the caller may change."""
     return copy.deepcopy(_parsed_config(osp.abspath(path)))
+
+
+# ---------------------------------------------------------------- the stack under test
+def current_stack() -> str:
+    """``'upstream'`` or ``'fork'``: the stack of this venv (``mmevt.stack.detect_stack``)."""
+    from mmevt.stack import detect_stack
+    stack = detect_stack()
+    assert stack is not None, 'the test venv must have exactly one mmengine distribution'
+    return stack
+
+
+# Prepended to a subprocess script: `import pkg_resources` fails as on setuptools >= 82,
+# whatever this venv's setuptools is.
+BLOCK_PKG_RESOURCES = '''
+import importlib.abc, sys
+class _NoPkgResources(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split('.')[0] == 'pkg_resources':
+            raise ModuleNotFoundError("No module named 'pkg_resources'", name=name)
+sys.meta_path.insert(0, _NoPkgResources())
+'''
+
+
+def bootstrap_wheel(pattern: str) -> str:
+    """A wheel ``tools/bootstrap.sh`` downloaded for the tests (``<venv>/.mmevt-test-wheels``:
+    upstream mmengine, a setuptools with ``pkg_resources``), found by glob ``pattern``."""
+    import glob
+    venv = osp.dirname(osp.dirname(sys.executable))
+    found = sorted(glob.glob(osp.join(venv, '.mmevt-test-wheels', pattern)))
+    assert found, f'no {pattern} in {venv}/.mmevt-test-wheels: run tools/bootstrap.sh'
+    return found[-1]
+
+
+def pkg_resources_env(tmp_path) -> dict:
+    """Subprocess env with a setuptools that still has ``pkg_resources`` (>= 77.0.3, < 82, as
+    the README tells upstream users of the toolkits' own tools) first on ``PYTHONPATH``: the
+    README's ``pip install 'setuptools>=77.0.3,<82'`` without changing this venv."""
+    target = osp.join(str(tmp_path), 'setuptools-with-pkg-resources')
+    subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-index', '--no-deps',
+                    '--target', target, bootstrap_wheel('setuptools-*.whl')], check=True,
+                   timeout=HANG_TIMEOUT)
+    return {'PYTHONPATH': target}

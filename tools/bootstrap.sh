@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Create (or reuse) the project's virtual environment with the full OpenMMLab stack.
 #
-#   tools/bootstrap.sh            # idempotent: a second run only checks and returns
+#   tools/bootstrap.sh                     # the upstream stack in .venv
+#   MMEVT_STACK=fork tools/bootstrap.sh    # the onedl fork in .venv-fork
+#
+# Idempotent: a second run only checks and returns. Both stacks use the same torch, so pip
+# takes the same torch wheels, and the mmcv wheel cache is keyed by the torch build.
 #
 # Environment variables:
-#   MMEVT_VENV         venv path (default: <repo>/.venv)
+#   MMEVT_STACK        upstream (default: requirements/upstream.txt) or fork (fork.txt)
+#   MMEVT_VENV         venv path (default: <repo>/.venv, <repo>/.venv-fork for the fork)
 #   MMEVT_PYTHON       interpreter used to create the venv (default: python3.11, else python3)
 #   MMEVT_TORCH        torch version (default: from requirements/torch.txt)
 #   MMEVT_TORCHVISION  torchvision version (default: from requirements/torch.txt)
@@ -15,17 +20,24 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-venv=${MMEVT_VENV:-$repo/.venv}
 req=$repo/requirements
-pin() { sed -n "s/^$1==\([^ ]*\).*/\1/p" "$req/torch.txt"; }
-torch_ver=${MMEVT_TORCH:-$(pin torch)}
-tv_ver=${MMEVT_TORCHVISION:-$(pin torchvision)}
-mmcv_ver=2.1.0
-py=$venv/bin/python
 log() { printf '[bootstrap %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+stack=${MMEVT_STACK:-upstream}
+case $stack in
+  upstream) venv=${MMEVT_VENV:-$repo/.venv} prefix= ;;
+  fork) venv=${MMEVT_VENV:-$repo/.venv-fork} prefix=onedl- ;;
+  *) log "MMEVT_STACK must be 'upstream' or 'fork', got '$stack'"; exit 2 ;;
+esac
+pin() { sed -n "s/^$1==\([^ ]*\).*/\1/p" "$2"; }
+torch_ver=${MMEVT_TORCH:-$(pin torch "$req/torch.txt")}
+tv_ver=${MMEVT_TORCHVISION:-$(pin torchvision "$req/torch.txt")}
+mmcv_dist=${prefix}mmcv
+mmcv_ver=$(pin "$mmcv_dist" "$req/$stack.txt")
+mmengine_spec=${prefix}mmengine==$(pin "${prefix}mmengine" "$req/$stack.txt")
+py=$venv/bin/python
 
 # Everything that decides the environment's contents; a change re-runs the installs.
-want=$(cat "$req"/*.txt "$repo/pyproject.toml" "$0"; echo "torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
+want=$(cat "$req"/{torch,runtime,tests,no-deps,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0"; echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
 want_hash=$(printf '%s' "$want" | sha256sum | cut -c1-16)
 stamp=$venv/.mmevt-env
 
@@ -66,11 +78,11 @@ if [[ $have_torch != "$torch_ver $tv_ver" ]]; then
 fi
 constraints=$venv/.mmevt-constraints.txt
 "$py" -c 'import torch, torchvision; print(f"torch=={torch.__version__}\ntorchvision=={torchvision.__version__}")' > "$constraints"
-echo "mmcv==$mmcv_ver" >> "$constraints"
+echo "$mmcv_dist==$mmcv_ver" >> "$constraints"
 
-# 2. build tools and mmengine (mmcv's setup.py imports both).
-log "installing build tools and mmengine"
-pipi -q -c "$constraints" -r "$req/build.txt" mmengine==0.10.7
+# 2. mmengine (mmcv's setup.py imports it).
+log "installing $mmengine_spec"
+pipi -q -c "$constraints" "$mmengine_spec"
 
 # 3. mmcv with compiled ops, from source against this exact torch. pip's own wheel cache is
 #    keyed by the sdist only, so it is bypassed; our cache is keyed by the torch build.
@@ -78,22 +90,31 @@ tag=$(torch_tag)
 if ! mmcv_ok; then
   cache=${MMEVT_WHEEL_CACHE:-$HOME/.cache/mmevt/wheels}/$tag
   mkdir -p "$cache"
-  whl=$(ls "$cache"/mmcv-"$mmcv_ver"-*.whl 2>/dev/null | head -n1 || true)
+  wheel_name=${mmcv_dist//-/_}-$mmcv_ver
+  whl=$(ls "$cache"/"$wheel_name"-*.whl 2>/dev/null | head -n1 || true)
   if [[ -z $whl ]]; then
-    log "building mmcv $mmcv_ver with ops against $tag (about 10-15 minutes on 2 cores)"
+    log "building $mmcv_dist $mmcv_ver with ops against $tag (about 20 minutes on 2 cores)"
     src=$(mktemp -d)
     trap 'rm -rf "$src"' EXIT
+    # Build-only tools (build-$stack.txt: setuptools < 70 for mmcv 2.1.0) go into their own
+    # directory, first on PYTHONPATH / PATH for the build: the venv keeps its setuptools.
+    tools_dir=$venv/.mmevt-build-tools
+    rm -rf "$tools_dir"
+    pipi -q --target "$tools_dir" -r "$req/build-$stack.txt"
     "$py" -m pip download -q --no-cache-dir --no-deps --no-build-isolation --no-binary :all: \
-      -d "$src" "mmcv==$mmcv_ver"
-    tar -xzf "$src/mmcv-$mmcv_ver.tar.gz" -C "$src"
-    # mmcv 2.1.0 hard-codes -std=c++17; torch >= 2.10 headers refuse anything below C++20.
+      -d "$src" "$mmcv_dist==$mmcv_ver"
+    tar -xzf "$src/$wheel_name.tar.gz" -C "$src"
+    # mmcv 2.1.0 and onedl-mmcv 2.3.6 hard-code -std=c++17; torch >= 2.10 headers refuse
+    # anything below C++20.
     aten_h=$("$py" -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])' 2>/dev/null)/ATen/ATen.h
     if grep -q 'C++20' "$aten_h"; then
-      sed -i 's/-std=c++1[47]/-std=c++20/g; s#/std:c++1[47]#/std:c++20#g' "$src/mmcv-$mmcv_ver/setup.py"
+      sed -i 's/-std=c++1[47]/-std=c++20/g; s#/std:c++1[47]#/std:c++20#g' "$src/$wheel_name/setup.py"
     fi
-    MMCV_WITH_OPS=1 MAX_JOBS=${MAX_JOBS:-$(nproc)} "$py" -m pip wheel --no-cache-dir \
-      --no-build-isolation --no-deps -w "$cache" "$src/mmcv-$mmcv_ver"
-    whl=$(ls "$cache"/mmcv-"$mmcv_ver"-*.whl | head -n1)
+    PYTHONPATH=$tools_dir PATH=$tools_dir/bin:$PATH MMCV_WITH_OPS=1 \
+      MAX_JOBS=${MAX_JOBS:-$(nproc)} "$py" -m pip wheel --no-cache-dir \
+      --no-build-isolation --no-deps -w "$cache" "$src/$wheel_name"
+    rm -rf "$tools_dir"
+    whl=$(ls "$cache"/"$wheel_name"-*.whl | head -n1)
   else
     log "reusing mmcv wheel built for $tag: $whl"
   fi
@@ -104,10 +125,15 @@ if ! mmcv_ok; then
 fi
 
 # 4. toolkits, test deps and mmevt itself (editable).
-log "installing mmdet, mmseg, mmpretrain, test tools and mmevt"
-pipi -q -c "$constraints" -r "$req/runtime.txt" -r "$req/tests.txt"
+log "installing the $stack toolkits, test tools and mmevt"
+pipi -q -c "$constraints" -r "$req/$stack.txt" -r "$req/runtime.txt" -r "$req/tests.txt"
 pipi -q -c "$constraints" --no-deps -r "$req/no-deps.txt"  # why: see that file
 pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"
+# wheels the tests install into temporary directories, never into this venv: an upstream
+# mmengine (pip must leave the installed stack alone, even on the fork) and a setuptools
+# that still has pkg_resources (what the toolkits' own tools need on upstream mmengine)
+"$py" -m pip download -q --no-deps -d "$venv/.mmevt-test-wheels" mmengine==0.10.7 \
+  'setuptools>=77.0.3,<82'
 mmcv_ok || { log "mmcv was replaced by a dependency install"; exit 1; }
 echo "$want_hash" > "$stamp"
 log "environment ready: $venv ($tag)"

@@ -1,0 +1,129 @@
+"""The OpenMMLab stack mmevt runs on: upstream OpenMMLab or the maintained onedl fork.
+
+Both ship the same modules (``mmengine``, ``mmcv``, ``mmdet``, ``mmseg``, ``mmpretrain``)
+under different distribution names; :data:`STACKS` lists what mmevt supports on each, and
+:func:`check_stack` (run by ``import mmevt``) refuses anything else with an error naming the
+installed versions and both stacks. mmengine is required; mmcv is checked where installed
+(the backbone itself needs only torch and mmengine).
+"""
+import re
+from importlib import metadata
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+
+class Stack(NamedTuple):
+    """One supported stack: distribution names with their supported ``[low, high)`` ranges
+    and the versions this project tests."""
+    title: str
+    mmengine: Tuple[str, str, str]  # distribution, lowest supported, first unsupported
+    mmcv: Tuple[str, str, str]
+    tested: Dict[str, str]
+
+
+STACKS: Dict[str, Stack] = {
+    'upstream': Stack(
+        'upstream OpenMMLab', ('mmengine', '0.10.0', '0.11.0'),
+        ('mmcv', '2.0.0', '2.2.0'),  # mmdet 3.3.0 asserts mmcv < 2.2.0
+        {'mmengine': '0.10.7', 'mmcv': '2.1.0', 'mmdet': '3.3.0', 'mmsegmentation': '1.2.2',
+         'mmpretrain': '1.2.0'}),
+    'fork': Stack(
+        'onedl fork (VBTI-development)', ('onedl-mmengine', '0.10.8', '0.11.0'),
+        ('onedl-mmcv', '2.2.0', '2.4.0'),  # onedl-mmpretrain 1.3.6 asserts mmcv < 2.4.0
+        {'onedl-mmengine': '0.10.12', 'onedl-mmcv': '2.3.6', 'onedl-mmdetection': '3.5.1',
+         'onedl-mmsegmentation': '1.4.2', 'onedl-mmpretrain': '1.3.6'}),
+}
+
+
+def _version_tuple(version: str) -> Tuple[int, ...]:
+    # the release part: '0.10.8rc1' -> (0, 10, 8), '2.1.0+cu130' -> (2, 1, 0)
+    match = re.match(r'\d+(\.\d+)*', version)
+    return tuple(int(p) for p in match.group().split('.')) if match else ()
+
+
+def _in_range(version: str, low: str, high: str) -> bool:
+    return _version_tuple(low) <= _version_tuple(version) < _version_tuple(high)
+
+
+def _installed(dist: str) -> Optional[str]:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def installed_distributions(module: str) -> Dict[str, str]:
+    """``{distribution: version}`` of the stacks' distributions of ``module`` installed here
+    (``'mmengine'`` or ``'mmcv'``; two entries mean both stacks wrote the same files)."""
+    found = {}
+    for stack in STACKS.values():
+        dist = getattr(stack, module)[0]
+        version = _installed(dist)
+        if version is not None:
+            found[dist] = version
+    return found
+
+
+def detect_stack() -> Optional[str]:
+    """``'upstream'`` or ``'fork'``: whose mmengine distribution is installed (None when
+    mmengine has no distribution record, e.g. a copy on ``PYTHONPATH``, or both have)."""
+    found = installed_distributions('mmengine')
+    names = [name for name, stack in STACKS.items() if stack.mmengine[0] in found]
+    return names[0] if len(names) == 1 else None
+
+
+def supported_text() -> str:
+    """Both stacks' supported ranges, for error messages and ``python -m mmevt.info``."""
+    return '; '.join(f'{s.title}: {s.mmengine[0]}>={s.mmengine[1]},<{s.mmengine[2]} with '
+                     f'{s.mmcv[0]}>={s.mmcv[1]},<{s.mmcv[2]}' for s in STACKS.values())
+
+
+def stack_problems() -> List[str]:
+    """What is wrong with the installed mmengine / mmcv for mmevt (empty when supported)."""
+    problems = []
+    for module in ('mmengine', 'mmcv'):
+        found = installed_distributions(module)
+        if len(found) > 1:
+            problems.append(f'both {" and ".join(f"{d} {v}" for d, v in found.items())} are '
+                            f'installed; they write the same {module}/ files: uninstall both '
+                            'and install one stack')
+            continue
+        for dist, version in found.items():
+            stack = next(s for s in STACKS.values() if getattr(s, module)[0] == dist)
+            _, low, high = getattr(stack, module)
+            if not _in_range(version, low, high):
+                problems.append(f'{dist} {version} is installed; mmevt supports '
+                                f'{dist}>={low},<{high}')
+    engine = installed_distributions('mmengine')
+    cv = installed_distributions('mmcv')
+    if len(engine) == 1 and len(cv) == 1:
+        engine_stack = [n for n, s in STACKS.items() if s.mmengine[0] in engine]
+        cv_stack = [n for n, s in STACKS.items() if s.mmcv[0] in cv]
+        if engine_stack != cv_stack:
+            problems.append(f'{next(iter(engine))} ({engine_stack[0]}) is installed with '
+                            f'{next(iter(cv))} ({cv_stack[0]}): use one stack for both')
+    return problems
+
+
+def check_stack() -> None:
+    """Raise if the installed mmengine / mmcv are not a stack mmevt supports.
+
+    A mmengine without a distribution record (a source copy on ``PYTHONPATH``) is checked by
+    its ``__version__`` against either stack's range.
+
+    Raises:
+        ImportError: mmengine is missing, or a version or combination is not supported.
+    """
+    try:
+        import mmengine
+    except ImportError as err:
+        raise ImportError(f'mmevt needs mmengine, from one of the supported stacks '
+                          f'({supported_text()}); e.g. pip install "mmevt[upstream]" or '
+                          '"mmevt[fork]"') from err
+    problems = stack_problems()
+    if not installed_distributions('mmengine'):
+        version = getattr(mmengine, '__version__', '0')
+        if not any(_in_range(version, *s.mmengine[1:]) for s in STACKS.values()):
+            problems.append(f'mmengine {version} (no distribution record) is imported')
+    if problems:
+        raise ImportError('mmevt cannot run on this OpenMMLab stack: ' + '; '.join(problems)
+                          + f'. Supported: {supported_text()}.')

@@ -1,0 +1,254 @@
+"""The environments users have: a current setuptools (no ``pkg_resources``), the onedl fork
+as a second stack, a plain ``pip install``; and checkpoints refused on both stacks."""
+import json
+import os
+import os.path as osp
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+import torch
+
+from helpers import (BLOCK_PKG_RESOURCES, CONFIGS, HANG_TIMEOUT, REPO, bootstrap_wheel,
+                     current_stack, run_tool)
+
+MASK_RCNN = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
+UPERNET = osp.join(CONFIGS, 'seg', 'upernet', 'upernet_evt-t_8xb2-160k_ade20k-512x512.py')
+CLASSIFIER = osp.join(CONFIGS, 'cls', 'evt', 'evt-t_8xb128_in1k.py')
+
+
+# ------------------------------------------------------------------ the runtime environment
+def test_runtime_venv_has_a_current_setuptools_without_pkg_resources():
+    import importlib.util
+    major = int(metadata.version('setuptools').split('.')[0])
+    assert major >= 82, metadata.version('setuptools')
+    assert importlib.util.find_spec('pkg_resources') is None
+
+
+def test_pip_check_is_clean_but_for_mmdeploys_own_pins():
+    proc = subprocess.run([sys.executable, '-m', 'pip', 'check'], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=HANG_TIMEOUT)
+    # mmdeploy 1.3.1 is installed --no-deps (requirements/no-deps.txt): its protobuf<=3.20.2
+    # conflicts with onnx / onnxruntime, grpcio and multiprocess are for backends not used
+    allowed = re.compile(r'mmdeploy 1\.3\.1 (has requirement|requires) '
+                         r'(protobuf|grpcio|multiprocess)\b')
+    problems = [line for line in proc.stdout.splitlines()
+                if line.strip() and 'No broken requirements' not in line
+                and not allowed.match(line)]
+    assert problems == [], proc.stdout
+
+
+PARSE = BLOCK_PKG_RESOURCES + '''
+import mmevt
+from mmengine.config import Config
+for path in sys.argv[1:]:
+    cfg = Config.fromfile(path)
+    print('PARSED', cfg.default_scope, cfg.model.backbone.type)
+'''
+
+
+@pytest.mark.e2e
+def test_configs_of_every_toolkit_parse_without_pkg_resources():
+    # mmdet::, mmseg:: (on the fork: onedl-mmsegmentation) and mmpretrain:: bases
+    out = run_tool('-c', PARSE, MASK_RCNN, UPERNET, CLASSIFIER)
+    assert re.findall(r'PARSED (\w+) (\w+)', out) == [
+        ('mmdet', 'EVT'), ('mmseg', 'EVT'), ('mmpretrain', 'EVT')], out[-3000:]
+
+
+def test_package_lookup_names_the_module_for_any_distribution_name():
+    import mmevt  # noqa: F401
+    from mmengine.config import config as mmconfig
+    from mmevt.patches import config_resolution as lookup
+    assert mmconfig.get_installed_path is lookup.get_installed_path
+    for dist, module in (('mmsegmentation', 'mmseg'), ('mmdet', 'mmdet'),
+                         ('mmpretrain', 'mmpretrain'), ('onedl-mmsegmentation', 'mmseg')):
+        assert lookup.is_installed(dist), dist
+        assert osp.basename(lookup.get_installed_path(dist)) == module
+    assert not lookup.is_installed('no-such-toolkit')
+    with pytest.raises(ImportError, match="no-such-toolkit is not installed"):
+        lookup.get_installed_path('no-such-toolkit')
+
+
+# ---------------------------------------------------------------------- supported versions
+def test_an_unsupported_stack_is_refused_naming_versions_and_both_stacks(monkeypatch):
+    from mmevt import stack
+    assert stack.stack_problems() == []  # this venv
+    cases = {
+        'mmengine 0.9.1 is installed; mmevt supports mmengine>=0.10.0,<0.11.0':
+            {'mmengine': '0.9.1'},
+        'both mmengine 0.10.7 and onedl-mmengine 0.10.12 are installed':
+            {'mmengine': '0.10.7', 'onedl-mmengine': '0.10.12'},
+        'onedl-mmengine (fork) is installed with mmcv (upstream): use one stack':
+            {'onedl-mmengine': '0.10.12', 'mmcv': '2.1.0'},
+        'onedl-mmcv 2.4.1 is installed; mmevt supports onedl-mmcv>=2.2.0,<2.4.0':
+            {'onedl-mmengine': '0.10.12', 'onedl-mmcv': '2.4.1'},
+    }
+    for expected, installed in cases.items():
+        monkeypatch.setattr(stack, '_installed', installed.get)
+        with pytest.raises(ImportError) as err:
+            stack.check_stack()
+        assert expected in str(err.value), str(err.value)
+        for supported in ('mmengine>=0.10.0,<0.11.0', 'onedl-mmengine>=0.10.8,<0.11.0'):
+            assert supported in str(err.value)
+
+
+def test_info_reports_the_stack_and_every_patch():
+    from mmevt.patches import PATCHES
+    from mmevt.stack import STACKS
+    out = run_tool('-m', 'mmevt.info')
+    stack = current_stack()
+    assert f'stack: {stack}' in out
+    for dist, version in STACKS[stack].tested.items():
+        assert f'  {dist} {version}' in out, dist
+    assert 'pkg_resources: not importable' in out
+    assert len(PATCHES) >= 8
+    for patch in PATCHES:
+        state = 'applied' if patch.when == 'import' else 'inside mmevt-deploy only'
+        assert f'{patch.name} [{state}] ({patch.home})' in out, patch.name
+
+
+# ------------------------------------------------------------ checkpoints, on both stacks
+class _RunsCode:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.system, (f'touch {self.path}', ))
+
+
+def _real_getattr_pickle():
+    from mmengine.logging import HistoryBuffer
+
+    class _RealGetattr:
+        def __reduce__(self):
+            return (getattr, (HistoryBuffer, '__init__'))
+
+    return _RealGetattr()
+
+
+def _runner_like_checkpoint(path):
+    """What a runner checkpoint pickles beside tensors: a message hub, numpy in meta."""
+    import numpy as np
+    from mmengine.logging import MessageHub
+    hub = MessageHub.get_instance('mmevt-test-environments')
+    hub.update_scalar('train/loss', 1.5)
+    torch.save({'state_dict': {'w': torch.ones(2)}, 'message_hub': hub.state_dict(),
+                'meta': {'seed': np.int64(3), 'hist': np.arange(3)}}, path)
+
+
+@pytest.fixture
+def safe_globals_restored():
+    """The test changes torch's process-wide allow-list; put it back afterwards."""
+    before = torch.serialization.get_safe_globals()
+    yield
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(before)
+
+
+def test_hostile_checkpoints_are_refused_and_the_allow_list_survives(tmp_path,
+                                                                     safe_globals_restored):
+    import mmevt  # noqa: F401
+    from mmengine.runner import checkpoint
+    from mmevt.patches.checkpoint_loading import (SAFE_CHECKPOINT_GLOBALS, UNSAFE_ENV,
+                                                  strict_torch_load)
+    # the loader in force: mmevt's local scheme; on the fork also its _safe_torch_load
+    # (which would retry a refused file with weights_only=False)
+    assert checkpoint.CheckpointLoader._schemes[''].__module__ == (
+        'mmevt.patches.checkpoint_loading')
+    if hasattr(checkpoint, 'get_torch_safe_globals'):  # the fork's own allow-list helper
+        assert checkpoint._safe_torch_load is strict_torch_load
+    marker = tmp_path / 'pwned'
+    runs_code, real_getattr, good = (tmp_path / n for n in ('code.pth', 'getattr.pth',
+                                                            'good.pth'))
+    torch.save({'state_dict': {}, 'meta': _RunsCode(str(marker))}, runs_code)
+    torch.save({'x': _real_getattr_pickle()}, real_getattr)
+    _runner_like_checkpoint(good)
+    # a user (or the fork's list) allow-lists the real getattr: mmevt's restricted one stays
+    # the one in force for mmengine's loads
+    torch.serialization.add_safe_globals([getattr])
+    for _ in range(3):
+        for bad in (runs_code, real_getattr):
+            with pytest.raises(pickle.UnpicklingError, match=UNSAFE_ENV):
+                checkpoint.CheckpointLoader.load_checkpoint(str(bad), map_location='cpu')
+        loaded = checkpoint.CheckpointLoader.load_checkpoint(str(good), map_location='cpu')
+        assert sorted(loaded) == ['message_hub', 'meta', 'state_dict']
+        if hasattr(checkpoint, 'get_torch_safe_globals'):
+            # the fork's context removes every entry of its list on exit, mmevt's included
+            with torch.serialization.safe_globals(checkpoint.get_torch_safe_globals()):
+                pass
+    assert not marker.exists()
+    have = torch.serialization.get_safe_globals()
+    assert getattr in have  # the user's own entry is left as it was
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals([g for g in have if g is not getattr])
+    mmevt.patches.checkpoint_loading.enable_safe_checkpoint_loading()
+    assert all(g in torch.serialization.get_safe_globals() for g in SAFE_CHECKPOINT_GLOBALS)
+    # a plain torch.load after all that: the allow-list is there
+    assert sorted(torch.load(good, map_location='cpu', weights_only=True)) == [
+        'message_hub', 'meta', 'state_dict']
+
+
+OPT_OUT = '''
+import sys
+import mmevt
+from mmengine.runner.checkpoint import CheckpointLoader
+CheckpointLoader.load_checkpoint(sys.argv[1], map_location='cpu')
+print('LOADED')
+'''
+
+
+@pytest.mark.e2e
+def test_unsafe_loading_only_by_explicit_opt_out_and_logged(tmp_path):
+    from mmevt.patches.checkpoint_loading import UNSAFE_ENV
+    marker = tmp_path / 'ran'
+    bad = tmp_path / 'code.pth'
+    torch.save({'state_dict': {}, 'meta': _RunsCode(str(marker))}, bad)
+    refused = run_tool('-c', OPT_OUT, str(bad), check=False)
+    assert refused.returncode != 0 and f'set {UNSAFE_ENV}=1' in refused.stdout
+    assert not marker.exists()
+    out = run_tool('-c', OPT_OUT, str(bad), env={UNSAFE_ENV: '1'})
+    assert 'LOADED' in out and f'{UNSAFE_ENV}=1: loading' in out and 'weights_only=False' in out
+    assert marker.exists()  # the user asked for it: the pickled code ran
+
+
+# ------------------------------------------------------------------------- pip and the wheel
+@pytest.fixture(scope='module')
+def wheel_dir(tmp_path_factory):
+    """mmevt's wheel (built from a copy of the sources) beside an upstream mmengine wheel."""
+    from test_packaging import COPY_SKIP
+    tmp = tmp_path_factory.mktemp('wheels')
+    src, out = tmp / 'src', tmp / 'links'
+    shutil.copytree(REPO, src, ignore=COPY_SKIP)
+    subprocess.run([sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps',
+                    '--no-build-isolation', '-w', str(out), str(src)], check=True,
+                   timeout=HANG_TIMEOUT)
+    shutil.copy(bootstrap_wheel('mmengine-0.10.7-*.whl'), out)
+    return out
+
+
+@pytest.mark.e2e
+def test_pip_install_of_the_wheel_leaves_the_stack_alone(wheel_dir, tmp_path):
+    report = tmp_path / 'report.json'
+    proc = subprocess.run([sys.executable, '-m', 'pip', 'install', '--dry-run', '--no-index',
+                           '--find-links', str(wheel_dir), '--report', str(report), 'mmevt'],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=HANG_TIMEOUT)
+    assert proc.returncode == 0, proc.stdout
+    installs = [item['metadata']['name'] for item in json.loads(report.read_text())['install']]
+    assert installs == ['mmevt'], installs  # never the upstream mmengine wheel beside it
+    wheel = next(wheel_dir.glob('mmevt-*.whl'))
+    meta = subprocess.run([sys.executable, '-c', (
+        'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); '
+        'print(z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode())'),
+        str(wheel)], stdout=subprocess.PIPE, text=True, check=True).stdout
+    requires = [line.split(':', 1)[1].strip() for line in meta.splitlines()
+                if line.startswith('Requires-Dist:')]
+    core = sorted(r.split()[0].rstrip('<>=!~,;') for r in requires if 'extra ==' not in r)
+    assert core == ['einops', 'numpy', 'torch'], requires
+    assert any(r.startswith('mmengine') and 'extra == "upstream"' in r for r in requires)
+    assert any(r.startswith('onedl-mmengine') and 'extra == "fork"' in r for r in requires)
+    assert 'License-Expression: Apache-2.0' in meta
