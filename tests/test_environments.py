@@ -64,8 +64,14 @@ def test_package_lookup_names_the_module_for_any_distribution_name():
     from mmengine.config import config as mmconfig
     from mmevt.patches import config_resolution as lookup
     assert mmconfig.get_installed_path is lookup.get_installed_path
-    for dist, module in (('mmsegmentation', 'mmseg'), ('mmdet', 'mmdet'),
-                         ('mmpretrain', 'mmpretrain'), ('onedl-mmsegmentation', 'mmseg')):
+    # the names MODULE2PACKAGE gives (upstream's distributions), on either stack
+    names = {'mmsegmentation': 'mmseg', 'mmdet': 'mmdet', 'mmpretrain': 'mmpretrain'}
+    if current_stack() == 'fork':  # and the fork's own distribution names
+        names.update({'onedl-mmsegmentation': 'mmseg', 'onedl-mmdetection': 'mmdet',
+                      'onedl-mmpretrain': 'mmpretrain', 'onedl-mmcv': 'mmcv'})
+    else:
+        assert not lookup.is_installed('onedl-mmsegmentation')
+    for dist, module in names.items():
         assert lookup.is_installed(dist), dist
         assert osp.basename(lookup.get_installed_path(dist)) == module
     assert not lookup.is_installed('no-such-toolkit')
@@ -221,7 +227,7 @@ def wheel_dir(tmp_path_factory):
     """mmevt's wheel (built from a copy of the sources) beside an upstream mmengine wheel."""
     from test_packaging import COPY_SKIP
     tmp = tmp_path_factory.mktemp('wheels')
-    src, out = tmp / 'src', tmp / 'links'
+    src, out = tmp / 'mmevt-src', tmp / 'links'
     shutil.copytree(REPO, src, ignore=COPY_SKIP)
     subprocess.run([sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps',
                     '--no-build-isolation', '-w', str(out), str(src)], check=True,
@@ -232,22 +238,27 @@ def wheel_dir(tmp_path_factory):
 
 @pytest.mark.e2e
 def test_pip_install_of_the_wheel_leaves_the_stack_alone(wheel_dir, tmp_path):
-    report = tmp_path / 'report.json'
-    proc = subprocess.run([sys.executable, '-m', 'pip', 'install', '--dry-run', '--no-index',
-                           '--find-links', str(wheel_dir), '--report', str(report), 'mmevt'],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=HANG_TIMEOUT)
-    assert proc.returncode == 0, proc.stdout
-    installs = [item['metadata']['name'] for item in json.loads(report.read_text())['install']]
-    assert installs == ['mmevt'], installs  # never the upstream mmengine wheel beside it
+    # the README's `pip install dist/mmevt-...whl`, and with the extra of this stack; the
+    # upstream mmengine wheel beside it must never be picked (on the fork it would overwrite
+    # onedl-mmengine's files)
     wheel = next(wheel_dir.glob('mmevt-*.whl'))
+    for requirement in (str(wheel), f'{wheel}[{current_stack()}]'):
+        report = tmp_path / 'report.json'
+        proc = subprocess.run([sys.executable, '-m', 'pip', 'install', '--dry-run',
+                               '--no-index', '--find-links', str(wheel_dir), '--report',
+                               str(report), requirement], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=HANG_TIMEOUT)
+        assert proc.returncode == 0, proc.stdout
+        installs = [item['metadata']['name']
+                    for item in json.loads(report.read_text())['install']]
+        assert installs == ['mmevt'], (requirement, installs)
     meta = subprocess.run([sys.executable, '-c', (
         'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); '
         'print(z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode())'),
         str(wheel)], stdout=subprocess.PIPE, text=True, check=True).stdout
     requires = [line.split(':', 1)[1].strip() for line in meta.splitlines()
                 if line.startswith('Requires-Dist:')]
-    core = sorted(r.split()[0].rstrip('<>=!~,;') for r in requires if 'extra ==' not in r)
+    core = sorted(re.match(r'[\w.-]+', r).group() for r in requires if 'extra ==' not in r)
     assert core == ['einops', 'numpy', 'torch'], requires
     assert any(r.startswith('mmengine') and 'extra == "upstream"' in r for r in requires)
     assert any(r.startswith('onedl-mmengine') and 'extra == "fork"' in r for r in requires)
