@@ -33,9 +33,10 @@ def test_pip_check_is_clean_but_for_mmdeploys_own_pins():
     proc = subprocess.run([sys.executable, '-m', 'pip', 'check'], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=HANG_TIMEOUT)
     # mmdeploy 1.3.1 is installed --no-deps (requirements/no-deps.txt): its protobuf<=3.20.2
-    # conflicts with onnx / onnxruntime, grpcio and multiprocess are for backends not used
-    allowed = re.compile(r'mmdeploy 1\.3\.1 (has requirement|requires) '
-                         r'(protobuf|grpcio|multiprocess)\b')
+    # conflicts with onnx / onnxruntime, grpcio and multiprocess are for backends not used;
+    # on the fork its `mmengine` is provided by onedl-mmengine under another name
+    pins = 'protobuf|grpcio|multiprocess' + ('|mmengine' if current_stack() == 'fork' else '')
+    allowed = re.compile(rf'mmdeploy 1\.3\.1 (has requirement|requires) ({pins})\b')
     problems = [line for line in proc.stdout.splitlines()
                 if line.strip() and 'No broken requirements' not in line
                 and not allowed.match(line)]
@@ -173,8 +174,9 @@ def test_hostile_checkpoints_are_refused_and_the_allow_list_survives(tmp_path,
     torch.save({'state_dict': {}, 'meta': _RunsCode(str(marker))}, runs_code)
     torch.save({'x': _real_getattr_pickle()}, real_getattr)
     _runner_like_checkpoint(good)
+    before_user = torch.serialization.get_safe_globals()
     # a user (or the fork's list) allow-lists the real getattr: mmevt's restricted one stays
-    # the one in force for mmengine's loads
+    # the one in force for mmengine's loads, and the user's entry is left as it was
     torch.serialization.add_safe_globals([getattr])
     for _ in range(3):
         for bad in (runs_code, real_getattr):
@@ -182,16 +184,19 @@ def test_hostile_checkpoints_are_refused_and_the_allow_list_survives(tmp_path,
                 checkpoint.CheckpointLoader.load_checkpoint(str(bad), map_location='cpu')
         loaded = checkpoint.CheckpointLoader.load_checkpoint(str(good), map_location='cpu')
         assert sorted(loaded) == ['message_hub', 'meta', 'state_dict']
-        if hasattr(checkpoint, 'get_torch_safe_globals'):
-            # the fork's context removes every entry of its list on exit, mmevt's included
+    assert getattr in torch.serialization.get_safe_globals()
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(before_user)
+    if hasattr(checkpoint, 'get_torch_safe_globals'):
+        # the fork's context removes every entry of its list on exit, mmevt's included;
+        # mmengine's next load puts them back
+        for _ in range(2):
             with torch.serialization.safe_globals(checkpoint.get_torch_safe_globals()):
                 pass
+            with pytest.raises(pickle.UnpicklingError, match=UNSAFE_ENV):
+                checkpoint.CheckpointLoader.load_checkpoint(str(real_getattr))
+            checkpoint.CheckpointLoader.load_checkpoint(str(good), map_location='cpu')
     assert not marker.exists()
-    have = torch.serialization.get_safe_globals()
-    assert getattr in have  # the user's own entry is left as it was
-    torch.serialization.clear_safe_globals()
-    torch.serialization.add_safe_globals([g for g in have if g is not getattr])
-    mmevt.patches.checkpoint_loading.enable_safe_checkpoint_loading()
     assert all(g in torch.serialization.get_safe_globals() for g in SAFE_CHECKPOINT_GLOBALS)
     # a plain torch.load after all that: the allow-list is there
     assert sorted(torch.load(good, map_location='cpu', weights_only=True)) == [

@@ -38,8 +38,9 @@ def _module_name(package: str) -> str:
     """The importable module of ``package``, a distribution or module name.
 
     ``MODULE2PACKAGE``'s names first (``mmsegmentation`` -> ``mmseg``, whichever distribution
-    provides ``mmseg``: upstream's or the fork's ``onedl-mmsegmentation``), then the
-    distribution's ``top_level.txt`` (``mmcv-full`` -> ``mmcv``), else the name itself.
+    provides ``mmseg``: upstream's or the fork's ``onedl-mmsegmentation``), then the package
+    the distribution installs (``onedl-mmcv`` -> ``mmcv``: its files, since its
+    ``top_level.txt`` also lists ``build`` and ``docs``), else the name itself.
     """
     from importlib import metadata
 
@@ -48,11 +49,12 @@ def _module_name(package: str) -> str:
         if dist == package:
             return module
     try:
-        top_level = metadata.distribution(package).read_text('top_level.txt')
+        files = metadata.distribution(package).files or []
     except metadata.PackageNotFoundError:
-        top_level = None
-    names = top_level.split() if top_level else []
-    return names[0] if names else package.replace('-', '_')
+        files = []
+    packages = sorted(f.parts[0] for f in files
+                      if len(f.parts) == 2 and f.name == '__init__.py')
+    return packages[0] if packages else package.replace('-', '_')
 
 
 def _module_spec(package: str) -> Optional[importlib.machinery.ModuleSpec]:
