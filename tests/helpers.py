@@ -142,3 +142,10 @@ def pkg_resources_env(tmp_path) -> dict:
                     '--target', target, bootstrap_wheel('setuptools-*.whl')], check=True,
                    timeout=HANG_TIMEOUT)
     return {'PYTHONPATH': target}
+
+
+def toolkit_tool_env(tmp_path) -> dict:
+    """Subprocess env for a toolkit's own tool, which reads a config before its
+    ``custom_imports`` import mmevt: on upstream mmengine 0.10.7 it needs ``pkg_resources``
+    for ``pkg::`` bases (README, "Which stack"); the fork's mmengine does not."""
+    return pkg_resources_env(tmp_path) if current_stack() == 'upstream' else {}

@@ -5,7 +5,7 @@ import os.path as osp
 import pytest
 import torch
 
-from helpers import CONFIGS, MIXED_MIXERS, run_tool, write_config
+from helpers import CONFIGS, MIXED_MIXERS, run_tool, toolkit_tool_env, write_config
 from det_tiny import CASCADE_OPTS, tiny_det_config
 
 pytestmark = pytest.mark.e2e  # every test here runs the tools in a subprocess
@@ -61,12 +61,12 @@ def test_det_inferencer_saves_a_visualisation(trained, shapes_root, tmp_path):
     assert glob.glob(str(tmp_path / 'preds' / '*.json'))
 
 
-def test_mmdet_get_flops_tool_runs_on_our_config(trained):
+def test_mmdet_get_flops_tool_runs_on_our_config(trained, tmp_path):
     from mmevt.apis import toolkit_tool_path
     cfg, _, _, _ = trained['retinanet']
     tool = osp.join(osp.dirname(toolkit_tool_path('mmdet', 'train')), 'analysis_tools',
                     'get_flops.py')
-    out = run_tool(tool, cfg, '--num-images', '2')
+    out = run_tool(tool, cfg, '--num-images', '2', env=toolkit_tool_env(tmp_path))
     assert 'Flops:' in out and 'Params:' in out
 
 

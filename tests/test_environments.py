@@ -43,6 +43,18 @@ def test_pip_check_is_clean_but_for_mmdeploys_own_pins():
     assert problems == [], proc.stdout
 
 
+def test_pkg_resources_standin_is_scoped_to_the_block():
+    # for mmpretrain 1.2.0's vis_cam.py, loaded by our tools/visualization/vis_cam.py
+    import importlib.util
+    from mmevt.patches.legacy_imports import pkg_resources_standin
+    with pkg_resources_standin():
+        import pkg_resources
+        assert pkg_resources.get_distribution('grad_cam').version == metadata.version(
+            'grad-cam')
+    assert 'pkg_resources' not in sys.modules
+    assert importlib.util.find_spec('pkg_resources') is None
+
+
 PARSE = BLOCK_PKG_RESOURCES + '''
 import mmevt
 from mmengine.config import Config
@@ -114,7 +126,7 @@ def test_info_reports_the_stack_and_every_patch():
     assert 'pkg_resources: not importable' in out
     assert len(PATCHES) >= 8
     for patch in PATCHES:
-        state = 'applied' if patch.when == 'import' else 'inside mmevt-deploy only'
+        state = 'applied' if patch.when == 'import' else f'inside {patch.when} only'
         assert f'{patch.name} [{state}] ({patch.home})' in out, patch.name
 
 

@@ -2,7 +2,8 @@
 
 ``import mmevt`` applies the ones marked ``when='import'`` (:func:`apply_import_patches`);
 the mmdeploy fixes apply only inside :func:`mmevt.mmdeploy_compat.mmdeploy_compat`, i.e. while
-``mmevt-deploy`` runs. ``python -m mmevt.info`` prints the installed stack and this table,
+``mmevt-deploy`` runs, and the ``pkg_resources`` stand-in only while our ``vis_cam.py``
+loads mmpretrain's. ``python -m mmevt.info`` prints the installed stack and this table,
 with what is applied in that process, for bug reports.
 
 Each entry says what it fixes and on which stack it is needed: upstream OpenMMLab (mmengine
@@ -21,7 +22,7 @@ class Patch(NamedTuple):
     upstream: str  # on the upstream stack
     fork: str  # on the onedl fork
     reference: str  # upstream issue / PR, or where it was found
-    when: str  # 'import' (import mmevt) or 'mmevt-deploy' (inside the deployment context)
+    when: str  # 'import' (import mmevt), else the tool inside which it applies
     apply: Optional[Callable[[], None]] = None
 
 
@@ -87,6 +88,13 @@ def _patches() -> Tuple[Patch, ...]:
                'fvcore.nn.flop_count._DEFAULT_SUPPORTED_OPS'),
               'the FLOP counters count fused attention (aten::scaled_dot_product_attention)',
               'needed', 'needed (same code)', 'none filed', 'import', _flop_handles),
+        Patch('vis-cam-pkg-resources', 'mmevt.patches.legacy_imports',
+              ('pkg_resources, while tools/visualization/vis_cam.py loads mmpretrain\'s', ),
+              "mmpretrain's vis_cam.py imports pkg_resources (grad-cam's version): a stand-in "
+              'with get_distribution for that load only, where none is installed',
+              'needed (mmpretrain 1.2.0, setuptools >= 82)',
+              "not needed: onedl-mmpretrain's vis_cam.py does not import it (left alone)",
+              'found here', 'vis_cam.py'),
         Patch('mmdeploy-exporter', 'mmevt.mmdeploy_compat', ('torch.onnx.export', ),
               'dynamo=False by default: mmdeploy 1.3.1 rewriters need the TorchScript exporter',
               'needed (torch >= 2.9)', 'needed: mmdeploy 1.3.1 on both stacks '
@@ -129,8 +137,8 @@ def describe() -> List[str]:
     patches = PATCHES or _patches()
     lines = []
     for p in patches:
-        state = APPLIED.get(p.name, 'inside mmevt-deploy only' if p.when == 'mmevt-deploy'
-                            else 'not applied')
+        state = APPLIED.get(p.name, 'not applied' if p.when == 'import'
+                            else f'inside {p.when} only')
         lines += [f'{p.name} [{state}] ({p.home})', f'  replaces: {"; ".join(p.replaces)}',
                   f'  fixes:    {p.fixes}', f'  upstream: {p.upstream}',
                   f'  fork:     {p.fork}', f'  see:      {p.reference}']

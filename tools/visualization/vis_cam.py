@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 import mmevt  # noqa: F401  registers EVT for the tool's get_model
 from mmevt.apis import toolkit_tool_path
+from mmevt.patches.legacy_imports import pkg_resources_standin
 
 # two valid EVT input sizes that differ in H and W at every stride (4..32)
 PROBE_SIZES = ((224, 224), (288, 256))
@@ -40,7 +41,8 @@ def load_vis_cam() -> ModuleType:
     path = toolkit_tool_path('mmpretrain', osp.join('visualization', 'vis_cam'))
     spec = importlib.util.spec_from_file_location('mmpretrain_vis_cam', path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with pkg_resources_standin():  # mmpretrain 1.2.0's script imports it (mmevt.patches)
+        spec.loader.exec_module(module)
     return module
 
 
