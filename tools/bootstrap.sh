@@ -100,9 +100,11 @@ if ! mmcv_ok; then
     # directory, first on PYTHONPATH / PATH for the build: the venv keeps its setuptools.
     tools_dir=$venv/.mmevt-build-tools
     rm -rf "$tools_dir"
-    pipi -q --target "$tools_dir" -r "$req/build-$stack.txt"
-    "$py" -m pip download -q --no-cache-dir --no-deps --no-build-isolation --no-binary :all: \
-      -d "$src" "$mmcv_dist==$mmcv_ver"
+    pipi -q --no-warn-conflicts --target "$tools_dir" -r "$req/build-$stack.txt"
+    build_env=(env "PYTHONPATH=$tools_dir" "PATH=$tools_dir/bin:$PATH")
+    # the download prepares the sdist's metadata: mmcv 2.1.0's setup.py needs the tools too
+    "${build_env[@]}" "$py" -m pip download -q --no-cache-dir --no-deps --no-build-isolation \
+      --no-binary :all: -d "$src" "$mmcv_dist==$mmcv_ver"
     tar -xzf "$src/$wheel_name.tar.gz" -C "$src"
     # mmcv 2.1.0 and onedl-mmcv 2.3.6 hard-code -std=c++17; torch >= 2.10 headers refuse
     # anything below C++20.
@@ -110,9 +112,8 @@ if ! mmcv_ok; then
     if grep -q 'C++20' "$aten_h"; then
       sed -i 's/-std=c++1[47]/-std=c++20/g; s#/std:c++1[47]#/std:c++20#g' "$src/$wheel_name/setup.py"
     fi
-    PYTHONPATH=$tools_dir PATH=$tools_dir/bin:$PATH MMCV_WITH_OPS=1 \
-      MAX_JOBS=${MAX_JOBS:-$(nproc)} "$py" -m pip wheel --no-cache-dir \
-      --no-build-isolation --no-deps -w "$cache" "$src/$wheel_name"
+    "${build_env[@]}" MMCV_WITH_OPS=1 MAX_JOBS=${MAX_JOBS:-$(nproc)} "$py" -m pip wheel \
+      --no-cache-dir --no-build-isolation --no-deps -w "$cache" "$src/$wheel_name"
     rm -rf "$tools_dir"
     whl=$(ls "$cache"/"$wheel_name"-*.whl | head -n1)
   else

@@ -12,6 +12,8 @@ bugs; where the fork differs, the entry says how.
 """
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
+from . import atomic_writes, checkpoint_loading, config_resolution, cpu_distributed
+
 
 class Patch(NamedTuple):
     """One change to another library."""
@@ -31,87 +33,87 @@ def _flop_handles() -> None:
     register_flop_handles()
 
 
-def _patches() -> Tuple[Patch, ...]:
-    from . import atomic_writes, checkpoint_loading, config_resolution, cpu_distributed
-    return (
-        Patch('package-lookup', 'mmevt.patches.config_resolution',
-              ('mmengine.utils.package_utils.is_installed',
-               'mmengine.utils.package_utils.get_installed_path',
-               'mmengine.utils.package_utils.package2module',
-               '(and their imports in mmengine.utils, mmengine.config.config, '
-               'mmengine.hub.hub)'),
-              'pkg:: configs (mmdet::, mmseg::, mmpretrain::, mmevt::) resolve without '
-              'pkg_resources and for any distribution name of a toolkit module',
-              'needed: mmengine 0.10.7 imports pkg_resources, gone since setuptools 82',
-              'needed: its importlib versions look up MODULE2PACKAGE names, and '
-              "'mmsegmentation' is not the fork's distribution (onedl-mmsegmentation)",
-              'open-mmlab/mmengine#1676 (merged after 0.10.7, never released)', 'import',
-              config_resolution.enable_package_lookup),
-        Patch('config-prefix', 'mmevt.patches.config_resolution', ('mmengine.config.utils.MODULE2PACKAGE', ),
-              "adds 'mmevt' so mmevt:: paths resolve", 'needed', 'needed',
-              'mmengine knows a fixed list of OpenMMLab packages', 'import',
-              config_resolution.enable_config_prefix),
-        Patch('config-index-cache', 'mmevt.patches.config_resolution', ('mmengine.config.utils._get_cfg_metainfo', ),
-              "reads a toolkit's metafiles once per process, not for every pkg:: base "
-              '(same answers, same ValueError fallback)', 'speed-up', 'speed-up (same code)',
-              'none filed (measured here: an UperNet config parses in a tenth of the time)',
-              'import', config_resolution.enable_config_index_cache),
-        Patch('checkpoint-allow-list', 'mmevt.patches.checkpoint_loading', ('torch.serialization safe globals', ),
-              'OpenMMLab runner checkpoints load under weights_only=True (HistoryBuffer, '
-              'numpy, a restricted getattr)',
-              'needed: mmengine 0.10.7 loads with torch\'s default weights_only=True '
-              'without an allow-list', 'needed: the fork allow-lists only inside its loader, '
-              'with the real getattr', 'open-mmlab/mmengine#1655', 'import',
-              checkpoint_loading.enable_safe_checkpoint_loading),
-        Patch('strict-checkpoint-loader', 'mmevt.patches.checkpoint_loading',
-              ("mmengine.runner.checkpoint.CheckpointLoader scheme ''",
-               'mmengine.runner.checkpoint._safe_torch_load (fork)'),
-              'local checkpoints load with the allow-list in force, a refused file raises '
-              '(opt-out: MMEVT_ALLOW_UNSAFE_CHECKPOINTS=1, logged)',
-              'same behaviour as torch.load; adds the opt-out and the allow-list guard',
-              'needed: _safe_torch_load retries refused files with weights_only=False and '
-              "its safe_globals context removes mmevt's entries on exit",
-              'found here (fork 0.10.12 mmengine/runner/checkpoint.py)', 'import',
-              checkpoint_loading.enable_strict_checkpoint_loader),
-        Patch('atomic-local-writes', 'mmevt.patches.atomic_writes',
-              ('mmengine.fileio.backends.local_backend.LocalBackend.put',
-               'mmengine.fileio.backends.local_backend.LocalBackend.put_text'),
-              'a killed job never leaves a truncated checkpoint (temporary file + os.replace)',
-              'needed', 'needed (same code)', 'none filed', 'import',
-              atomic_writes.enable_atomic_local_writes),
-        Patch('cpu-distributed', 'mmevt.patches.cpu_distributed', ('mmengine.dist.utils._init_dist_pytorch', ),
-              'tools/dist_train.sh with gloo on machines without GPUs',
-              'needed: it always calls torch.cuda.set_device', 'needed (same code)',
-              'none filed', 'import', cpu_distributed.enable_cpu_distributed),
-        Patch('flop-handles', 'mmevt.analysis.flop_handles',
-              ('mmengine.analysis.complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS',
-               'fvcore.nn.flop_count._DEFAULT_SUPPORTED_OPS'),
-              'the FLOP counters count fused attention (aten::scaled_dot_product_attention)',
-              'needed', 'needed (same code)', 'none filed', 'import', _flop_handles),
-        Patch('vis-cam-pkg-resources', 'mmevt.patches.legacy_imports',
-              ('pkg_resources, while tools/visualization/vis_cam.py loads mmpretrain\'s', ),
-              "mmpretrain's vis_cam.py imports pkg_resources (grad-cam's version): a stand-in "
-              'with get_distribution for that load only, where none is installed',
-              'needed (mmpretrain 1.2.0, setuptools >= 82)',
-              "not needed: onedl-mmpretrain's vis_cam.py does not import it (left alone)",
-              'found here', 'vis_cam.py'),
-        Patch('mmdeploy-exporter', 'mmevt.mmdeploy_compat', ('torch.onnx.export', ),
-              'dynamo=False by default: mmdeploy 1.3.1 rewriters need the TorchScript exporter',
-              'needed (torch >= 2.9)', 'needed: mmdeploy 1.3.1 on both stacks '
-              '(onedl-mmdeploy does not install here)', 'found here', 'mmevt-deploy'),
-        Patch('mmdeploy-cast-long', 'mmevt.mmdeploy_compat', ('torch.onnx.symbolic_opset9._cast_Long', ),
-              "provides the helper torch removed, which mmdeploy's RoIAlign symbolic imports",
-              'needed', 'needed', 'found here', 'mmevt-deploy'),
-        Patch('mmdeploy-rewriters', 'mmevt.mmdeploy_compat', (
-              'FUNCTION_REWRITER: F.scaled_dot_product_attention, F.adaptive_avg_pool2d, '
-              'CascadeRoIHead.predict_bbox (onnxruntime)', ),
-              "mmdeploy's SDPA divides by scale, its adaptive pooling is wrong when sizes do "
-              'not divide, its Cascade rewriter asserts class-agnostic regression',
-              'needed', 'needed', 'found here (docs/deployment.md)', 'mmevt-deploy'),
-    )
-
-
-PATCHES: Tuple[Patch, ...] = ()
+PATCHES: Tuple[Patch, ...] = (
+    Patch('package-lookup', 'mmevt.patches.config_resolution',
+          ('mmengine.utils.package_utils.is_installed',
+           'mmengine.utils.package_utils.get_installed_path',
+           'mmengine.utils.package_utils.package2module',
+           '(and their imports in mmengine.utils, mmengine.config.config, '
+           'mmengine.hub.hub)'),
+          'pkg:: configs (mmdet::, mmseg::, mmpretrain::, mmevt::) resolve without '
+          'pkg_resources and for any distribution name of a toolkit module',
+          'needed: mmengine 0.10.7 imports pkg_resources, gone since setuptools 82',
+          'needed: its importlib versions look up MODULE2PACKAGE names, and '
+          "'mmsegmentation' is not the fork's distribution (onedl-mmsegmentation)",
+          'open-mmlab/mmengine#1676 (merged after 0.10.7, never released)', 'import',
+          config_resolution.enable_package_lookup),
+    Patch('config-prefix', 'mmevt.patches.config_resolution',
+          ('mmengine.config.utils.MODULE2PACKAGE', ),
+          "adds 'mmevt' so mmevt:: paths resolve", 'needed', 'needed',
+          'mmengine knows a fixed list of OpenMMLab packages', 'import',
+          config_resolution.enable_config_prefix),
+    Patch('config-index-cache', 'mmevt.patches.config_resolution',
+          ('mmengine.config.utils._get_cfg_metainfo', ),
+          "reads a toolkit's metafiles once per process, not for every pkg:: base "
+          '(same answers, same ValueError fallback)', 'speed-up', 'speed-up (same code)',
+          'none filed (measured here: an UperNet config parses in a tenth of the time)',
+          'import', config_resolution.enable_config_index_cache),
+    Patch('checkpoint-allow-list', 'mmevt.patches.checkpoint_loading',
+          ('torch.serialization safe globals', ),
+          'OpenMMLab runner checkpoints load under weights_only=True (HistoryBuffer, '
+          'numpy, a restricted getattr)',
+          'needed: mmengine 0.10.7 loads with torch\'s default weights_only=True '
+          'without an allow-list', 'needed: the fork allow-lists only inside its loader, '
+          'with the real getattr', 'open-mmlab/mmengine#1655', 'import',
+          checkpoint_loading.enable_safe_checkpoint_loading),
+    Patch('strict-checkpoint-loader', 'mmevt.patches.checkpoint_loading',
+          ("mmengine.runner.checkpoint.CheckpointLoader scheme ''",
+           'mmengine.runner.checkpoint._safe_torch_load (fork)'),
+          'local checkpoints load with the allow-list in force, a refused file raises '
+          '(opt-out: MMEVT_ALLOW_UNSAFE_CHECKPOINTS=1, logged)',
+          'same behaviour as torch.load; adds the opt-out and the allow-list guard',
+          'needed: _safe_torch_load retries refused files with weights_only=False and '
+          "its safe_globals context removes mmevt's entries on exit",
+          'found here (fork 0.10.12 mmengine/runner/checkpoint.py)', 'import',
+          checkpoint_loading.enable_strict_checkpoint_loader),
+    Patch('atomic-local-writes', 'mmevt.patches.atomic_writes',
+          ('mmengine.fileio.backends.local_backend.LocalBackend.put',
+           'mmengine.fileio.backends.local_backend.LocalBackend.put_text'),
+          'a killed job never leaves a truncated checkpoint (temporary file + os.replace)',
+          'needed', 'needed (same code)', 'none filed', 'import',
+          atomic_writes.enable_atomic_local_writes),
+    Patch('cpu-distributed', 'mmevt.patches.cpu_distributed',
+          ('mmengine.dist.utils._init_dist_pytorch', ),
+          'tools/dist_train.sh with gloo on machines without GPUs',
+          'needed: it always calls torch.cuda.set_device', 'needed (same code)',
+          'none filed', 'import', cpu_distributed.enable_cpu_distributed),
+    Patch('flop-handles', 'mmevt.analysis.flop_handles',
+          ('mmengine.analysis.complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS',
+           'fvcore.nn.flop_count._DEFAULT_SUPPORTED_OPS'),
+          'the FLOP counters count fused attention (aten::scaled_dot_product_attention)',
+          'needed', 'needed (same code)', 'none filed', 'import', _flop_handles),
+    Patch('vis-cam-pkg-resources', 'mmevt.patches.legacy_imports',
+          ('pkg_resources, while tools/visualization/vis_cam.py loads mmpretrain\'s', ),
+          "mmpretrain's vis_cam.py imports pkg_resources (grad-cam's version): a stand-in "
+          'with get_distribution for that load only, where none is installed',
+          'needed (mmpretrain 1.2.0, setuptools >= 82)',
+          "not needed: onedl-mmpretrain's vis_cam.py does not import it (left alone)",
+          'found here', 'vis_cam.py'),
+    Patch('mmdeploy-exporter', 'mmevt.mmdeploy_compat', ('torch.onnx.export', ),
+          'dynamo=False by default: mmdeploy 1.3.1 rewriters need the TorchScript exporter',
+          'needed (torch >= 2.9)', 'needed: mmdeploy 1.3.1 on both stacks '
+          '(onedl-mmdeploy does not install here)', 'found here', 'mmevt-deploy'),
+    Patch('mmdeploy-cast-long', 'mmevt.mmdeploy_compat',
+          ('torch.onnx.symbolic_opset9._cast_Long', ),
+          "provides the helper torch removed, which mmdeploy's RoIAlign symbolic imports",
+          'needed', 'needed', 'found here', 'mmevt-deploy'),
+    Patch('mmdeploy-rewriters', 'mmevt.mmdeploy_compat', (
+          'FUNCTION_REWRITER: F.scaled_dot_product_attention, F.adaptive_avg_pool2d, '
+          'CascadeRoIHead.predict_bbox (onnxruntime)', ),
+          "mmdeploy's SDPA divides by scale, its adaptive pooling is wrong when sizes do "
+          'not divide, its Cascade rewriter asserts class-agnostic regression',
+          'needed', 'needed', 'found here (docs/deployment.md)', 'mmevt-deploy'),
+)
 APPLIED: Dict[str, str] = {}  # name -> 'applied' or why not
 
 
@@ -122,9 +124,6 @@ def apply_import_patches() -> Dict[str, str]:
         dict: patch name -> ``'applied'`` (a patch of a library that is not installed, e.g.
         fvcore's counter, skips that library itself).
     """
-    global PATCHES
-    if not PATCHES:
-        PATCHES = _patches()
     for patch in PATCHES:
         if patch.when == 'import' and patch.apply is not None:
             patch.apply()
@@ -134,9 +133,8 @@ def apply_import_patches() -> Dict[str, str]:
 
 def describe() -> List[str]:
     """The table as text lines (``python -m mmevt.info``)."""
-    patches = PATCHES or _patches()
     lines = []
-    for p in patches:
+    for p in PATCHES:
         state = APPLIED.get(p.name, 'not applied' if p.when == 'import'
                             else f'inside {p.when} only')
         lines += [f'{p.name} [{state}] ({p.home})', f'  replaces: {"; ".join(p.replaces)}',
