@@ -78,52 +78,54 @@ def supported_text() -> str:
 
 
 def stack_problems() -> List[str]:
-    """What is wrong with the installed mmengine / mmcv for mmevt (empty when supported)."""
+    """What is wrong with the installed mmengine / mmcv for mmevt (empty when supported).
+
+    A mmengine without a distribution record (a source copy on ``PYTHONPATH``) is checked by
+    its ``__version__`` against either stack's range.
+    """
     problems = []
-    for module in ('mmengine', 'mmcv'):
-        found = installed_distributions(module)
-        if len(found) > 1:
-            problems.append(f'both {" and ".join(f"{d} {v}" for d, v in found.items())} are '
+    found = {module: installed_distributions(module) for module in ('mmengine', 'mmcv')}
+    for module, dists in found.items():
+        if len(dists) > 1:
+            problems.append(f'both {" and ".join(f"{d} {v}" for d, v in dists.items())} are '
                             f'installed; they write the same {module}/ files: uninstall both '
                             'and install one stack')
             continue
-        for dist, version in found.items():
+        for dist, version in dists.items():
             stack = next(s for s in STACKS.values() if getattr(s, module)[0] == dist)
             _, low, high = getattr(stack, module)
             if not _in_range(version, low, high):
                 problems.append(f'{dist} {version} is installed; mmevt supports '
                                 f'{dist}>={low},<{high}')
-    engine = installed_distributions('mmengine')
-    cv = installed_distributions('mmcv')
+    engine, cv = found['mmengine'], found['mmcv']
     if len(engine) == 1 and len(cv) == 1:
         engine_stack = [n for n, s in STACKS.items() if s.mmengine[0] in engine]
         cv_stack = [n for n, s in STACKS.items() if s.mmcv[0] in cv]
         if engine_stack != cv_stack:
             problems.append(f'{next(iter(engine))} ({engine_stack[0]}) is installed with '
                             f'{next(iter(cv))} ({cv_stack[0]}): use one stack for both')
+    if not engine:
+        import mmengine
+        version = getattr(mmengine, '__version__', '0')
+        if not any(_in_range(version, *s.mmengine[1:]) for s in STACKS.values()):
+            problems.append(f'mmengine {version} (no distribution record) is imported')
     return problems
 
 
 def check_stack() -> None:
-    """Raise if the installed mmengine / mmcv are not a stack mmevt supports.
-
-    A mmengine without a distribution record (a source copy on ``PYTHONPATH``) is checked by
-    its ``__version__`` against either stack's range.
+    """Raise if the installed mmengine / mmcv are not a stack mmevt supports
+    (:func:`stack_problems`).
 
     Raises:
         ImportError: mmengine is missing, or a version or combination is not supported.
     """
     try:
-        import mmengine
+        import mmengine  # noqa: F401
     except ImportError as err:
         raise ImportError(f'mmevt needs mmengine, from one of the supported stacks '
                           f'({supported_text()}); e.g. pip install "mmevt[upstream]" or '
                           '"mmevt[fork]"') from err
     problems = stack_problems()
-    if not installed_distributions('mmengine'):
-        version = getattr(mmengine, '__version__', '0')
-        if not any(_in_range(version, *s.mmengine[1:]) for s in STACKS.values()):
-            problems.append(f'mmengine {version} (no distribution record) is imported')
     if problems:
         raise ImportError('mmevt cannot run on this OpenMMLab stack: ' + '; '.join(problems)
                           + f'. Supported: {supported_text()}.')
