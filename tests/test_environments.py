@@ -115,6 +115,15 @@ def test_an_unsupported_stack_is_refused_naming_versions_and_both_stacks(monkeyp
             assert supported in str(err.value)
 
 
+def test_bootstrap_refuses_an_unknown_stack():
+    env = dict(os.environ, MMEVT_STACK='mmcv-full')
+    proc = subprocess.run(['bash', 'tools/bootstrap.sh'], cwd=REPO, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=HANG_TIMEOUT)
+    assert proc.returncode == 2
+    assert "MMEVT_STACK must be 'upstream' or 'fork', got 'mmcv-full'" in proc.stdout
+
+
 def test_info_reports_the_stack_and_every_patch():
     from mmevt.patches import PATCHES
     from mmevt.stack import STACKS
