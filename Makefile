@@ -7,6 +7,10 @@ FORK_VENV ?= $(CURDIR)/.venv-fork
 PY := $(VENV)/bin/python
 FORK_PY := $(FORK_VENV)/bin/python
 export MMEVT_VENV := $(VENV)
+# pytest-xdist processes for the suite: the suite's in-process work is mostly one thread
+# (measured: user time ~= wall time), so two workers use a 2-core machine's second core;
+# each worker's torch gets its share of the cores (tests/conftest.py). 0 runs in-process.
+TEST_WORKERS ?= 2
 
 # What differs between the stacks, in at most 15 minutes on 2 cores: the environment and
 # safe-loading tests, every config parsed and built, one config per family trained and
@@ -26,13 +30,13 @@ demo: env
 	$(PY) tools/demo.py
 
 test: env
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
 
 test-fork: env-fork
-	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q tests
+	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) tests
 
 test-fork-ci: env-fork
-	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q $(FORK_CI_TESTS)
+	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(FORK_CI_TESTS)
 
 complexity: env
 	$(PY) tools/analysis/complexity.py

@@ -5,7 +5,6 @@ from mmengine's root ``MODELS`` registry (or directly from the class). Registrat
 idempotent (importing twice, or reloading mmevt, is fine), but a name another package has
 already registered with its own class (another ``EVT``) is an error, not a silent override.
 """
-import importlib
 import warnings
 from typing import Dict, List, Mapping
 
@@ -13,7 +12,7 @@ from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import Registry
 
-from .apis.launch import TOOLKITS  # the launcher picks among the same toolkits
+from .toolkits import TOOLKITS, toolkit_models
 from .engine import LayerDecayOptimWrapperConstructor
 from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
 from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
@@ -65,7 +64,7 @@ def register_all_modules() -> List[str]:
     done = []
     for name in TOOLKITS:
         try:
-            registries.append(importlib.import_module(f'{name}.registry').MODELS)
+            registries.append(toolkit_models(name))
             done.append(name)
         except ImportError as err:
             if getattr(err, 'name', None) != name:  # installed but broken (e.g. no mmcv ops)

@@ -1,5 +1,17 @@
 """Fixtures shared by the test modules (helpers live in ``helpers.py``)."""
+import os
+
 import pytest
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``make test`` runs ``-n 2``), share the cores among the workers:
+    each worker's torch would otherwise start one thread per core, and the workers would
+    oversubscribe the machine."""
+    workers = os.environ.get('PYTEST_XDIST_WORKER_COUNT')
+    if workers:
+        import torch
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
 
 
 @pytest.fixture(scope='session')

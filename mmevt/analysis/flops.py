@@ -12,7 +12,6 @@ detectors and segmentors without post-processing (a two-stage detector's RoI hea
 the proposals its RPN keeps), classifiers up to the logits; auxiliary heads, which run only
 in training, are not part of it.
 """
-import importlib
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
@@ -22,7 +21,6 @@ from torch import Tensor, nn
 from .complexity import count_params
 
 PARTS = ('backbone', 'neck')  # reported on their own; everything else is "heads"
-TOOLKITS = ('mmdet', 'mmseg', 'mmpretrain')
 # The sizes the papers quote FLOPs at: COCO 1280 x 800 (Swin, RMT, EVT), ADE20K UperNet /
 # Semantic FPN 2048 x 512 (Swin, RMT), ImageNet 224.
 DEFAULT_SHAPES = {'mmdet': (800, 1280), 'mmseg': (512, 2048), 'mmpretrain': (224, 224)}
@@ -77,16 +75,11 @@ def build_from_config(cfg, device: str = 'cpu') -> Tuple[nn.Module, str]:
     Returns:
         tuple: ``(model, scope)``.
     """
-    from mmengine.model import revert_sync_batchnorm
-    from mmengine.registry import DefaultScope
-    scope = cfg.get('default_scope')
-    if scope not in TOOLKITS:
-        raise ValueError(f'default_scope of the config must be one of {list(TOOLKITS)}, '
-                         f'got {scope!r}')
-    with DefaultScope.overwrite_default_scope(scope), torch.random.fork_rng():
-        torch.manual_seed(0)  # the same random weights (and proposals) on every run
-        model = importlib.import_module(f'{scope}.registry').MODELS.build(cfg.model)
-    return revert_sync_batchnorm(model).to(device).eval(), scope
+    from ..toolkits import build_model, config_toolkit
+    scope = config_toolkit(cfg, 'config')
+    # seeded: the same random weights (and proposals) on every run
+    model = build_model(cfg, seed=0, revert_sync_bn=True, device=device, eval_mode=True)
+    return model, scope
 
 
 def padded_shape(cfg, shape: Sequence[int]) -> Tuple[int, int]:

@@ -10,7 +10,7 @@ import runpy
 import sys
 from typing import List, Optional
 
-TOOLKITS = ('mmdet', 'mmseg', 'mmpretrain')
+from ..toolkits import TOOLKITS, config_toolkit  # noqa: F401  (re-exported here)
 
 
 def find_config_arg(argv: List[str]) -> str:
@@ -19,19 +19,6 @@ def find_config_arg(argv: List[str]) -> str:
         if not arg.startswith('-'):
             return arg
     raise ValueError('no config file given; usage: tools/train.py CONFIG [options]')
-
-
-def config_toolkit(cfg, name: str) -> str:
-    """The toolkit owning the loaded config ``cfg`` (its ``default_scope``).
-
-    Raises:
-        ValueError: the scope is not one of :data:`TOOLKITS` (``name`` names the config).
-    """
-    scope = cfg.get('default_scope')
-    if scope not in TOOLKITS:
-        raise ValueError(f'{name}: default_scope must be one of {list(TOOLKITS)} to pick a '
-                         f'toolkit, got {scope!r}')
-    return scope
 
 
 def toolkit_of(config: str) -> str:
