@@ -1,8 +1,9 @@
 from .attention_maps import attention_rollout, dense_attention, visible_mask
-from .complexity import count_macs, count_params, macs_breakdown, model_complexity
+from .complexity import (GIBI, GIGA, MEGA, count_macs, count_params, macs_breakdown,
+                         model_complexity)
 from .flop_handles import register_flop_handles
-from .flops import analyze_flops, config_complexity
+from .flops import analyze_flops, config_complexity, count_flops
 
-__all__ = ['analyze_flops', 'attention_rollout', 'config_complexity', 'count_macs',
-           'count_params', 'dense_attention', 'macs_breakdown', 'model_complexity',
-           'register_flop_handles', 'visible_mask']
+__all__ = ['GIBI', 'GIGA', 'MEGA', 'analyze_flops', 'attention_rollout', 'config_complexity',
+           'count_flops', 'count_macs', 'count_params', 'dense_attention', 'macs_breakdown',
+           'model_complexity', 'register_flop_handles', 'visible_mask']

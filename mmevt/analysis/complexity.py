@@ -1,5 +1,11 @@
 """Parameter and multiply-add counts, the way the RMT/EVT papers report them.
 
+mmevt counts with two conventions, each named once: :func:`count_macs` here (multiply-adds
+of matmuls, linears and convolutions, no norms: what the papers' tables compare) and
+:func:`mmevt.analysis.flops.count_flops` (mmengine's counter, norms and pooling included:
+what every toolkit's ``get_flops.py`` prints). Both are reported in :data:`GIGA` (1e9) and
+:data:`GIBI` (2**30) units; parameters in :data:`MEGA`.
+
 MACs come from ``torch.utils.flop_counter`` (matmuls, linears, convolutions; FLOPs / 2).
 The attention is counted by running it through the explicit reference path, so the
 ``q k^T`` and ``A v`` products are counted exactly as a fused kernel computes them
@@ -18,7 +24,13 @@ from ..models.layers import SpatialDecayAttention
 from ..models.necks import RMTClsNeck
 
 
+MEGA = 1e6  # parameters are reported in M = 1e6
+GIGA = 1e9  # G = 1e9 multiply-adds (mmdet's, mmseg's and mmpretrain's get_flops.py)
+GIBI = 2**30  # Gi = 2**30: the RMT authors' figures are fvcore counts / 2**30
+
+
 def count_params(model: nn.Module) -> int:
+    """Number of parameters of ``model`` (trainable or not)."""
     return sum(p.numel() for p in model.parameters())
 
 

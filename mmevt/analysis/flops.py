@@ -64,6 +64,17 @@ def analyze_flops(model: nn.Module, inputs: Tuple[Tensor, ...],
     return analyzer
 
 
+def count_flops(model: nn.Module, input_shape: Tuple[int, ...],
+                forward: Optional[Callable[..., Any]] = None) -> int:
+    """mmengine's count (one FLOP per multiply-add, norms included) of one forward pass on
+    an input of ``input_shape`` ``(B, C, H, W)``, as the toolkits' ``get_flops.py`` count.
+
+    Raises whatever the trace raises (a model the counter cannot trace).
+    """
+    x = torch.zeros(input_shape, device=next(model.parameters()).device)
+    return int(analyze_flops(model, (x, ), forward).total())
+
+
 def build_from_config(cfg, device: str = 'cpu') -> Tuple[nn.Module, str]:
     """The model of a config, in eval mode, SyncBN turned into BN, weights not loaded.
 
