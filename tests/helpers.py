@@ -3,13 +3,16 @@
 Imported by test modules as ``from helpers import ...`` (pytest puts ``tests/`` on
 ``sys.path``); ``conftest.py`` keeps the fixtures only.
 """
+import atexit
 import copy
 import functools
 import importlib.util
 import os
 import os.path as osp
+import shutil
 import subprocess
 import sys
+import tempfile
 from types import ModuleType
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
@@ -133,19 +136,28 @@ def bootstrap_wheel(pattern: str) -> str:
     return found[-1]
 
 
-def pkg_resources_env(tmp_path) -> dict:
-    """Subprocess env with a setuptools that still has ``pkg_resources`` (>= 77.0.3, < 82, as
-    the README tells upstream users of the toolkits' own tools) first on ``PYTHONPATH``: the
-    README's ``pip install 'setuptools>=77.0.3,<82'`` without changing this venv."""
-    target = osp.join(str(tmp_path), 'setuptools-with-pkg-resources')
+@functools.lru_cache(maxsize=None)
+def _setuptools_with_pkg_resources() -> str:
+    """A directory holding a setuptools with ``pkg_resources``, installed once per test
+    process (removed when it exits)."""
+    target = tempfile.mkdtemp(prefix='setuptools-with-pkg-resources-')
+    atexit.register(shutil.rmtree, target, True)
     subprocess.run([sys.executable, '-m', 'pip', 'install', '-q', '--no-index', '--no-deps',
                     '--target', target, bootstrap_wheel('setuptools-*.whl')], check=True,
                    timeout=HANG_TIMEOUT)
-    return {'PYTHONPATH': target}
+    return target
 
 
-def toolkit_tool_env(tmp_path) -> dict:
+def pkg_resources_env() -> dict:
+    """Subprocess env with a setuptools that still has ``pkg_resources`` (>= 77.0.3, < 82, as
+    the README tells upstream users of the toolkits' own tools) first on ``PYTHONPATH``: the
+    README's ``pip install 'setuptools>=77.0.3,<82'`` without changing this venv (installed
+    once per test process)."""
+    return {'PYTHONPATH': _setuptools_with_pkg_resources()}
+
+
+def toolkit_tool_env() -> dict:
     """Subprocess env for a toolkit's own tool, which reads a config before its
     ``custom_imports`` import mmevt: on upstream mmengine 0.10.7 it needs ``pkg_resources``
     for ``pkg::`` bases (README, "Which stack"); the fork's mmengine does not."""
-    return pkg_resources_env(tmp_path) if current_stack() == 'upstream' else {}
+    return pkg_resources_env() if current_stack() == 'upstream' else {}

@@ -66,7 +66,7 @@ def test_mmdet_get_flops_tool_runs_on_our_config(trained, tmp_path):
     cfg, _, _, _ = trained['retinanet']
     tool = osp.join(osp.dirname(toolkit_tool_path('mmdet', 'train')), 'analysis_tools',
                     'get_flops.py')
-    out = run_tool(tool, cfg, '--num-images', '2', env=toolkit_tool_env(tmp_path))
+    out = run_tool(tool, cfg, '--num-images', '2', env=toolkit_tool_env())
     assert 'Flops:' in out and 'Params:' in out
 
 

@@ -135,7 +135,7 @@ def test_mmdet_get_flops_reports_the_full_count(shapes_root, tmp_path):
         extra="model['backbone']['mixers'] = 'full'"))
     tool = osp.join(osp.dirname(toolkit_tool_path('mmdet', 'train')), 'analysis_tools',
                     'get_flops.py')
-    out = run_tool(tool, cfg_path, '--num-images', '1', env=toolkit_tool_env(tmp_path))
+    out = run_tool(tool, cfg_path, '--num-images', '1', env=toolkit_tool_env())
     shape = tuple(int(s) for s in re.search(r'Input shape: \((\d+), (\d+)\)', out).groups())
     printed = re.search(r'Flops: (\S+)', out).group(1)
 

@@ -110,7 +110,7 @@ def test_toolkit_own_tools_run_our_config(trained_mask_rcnn, tmp_path):
         proc = run_tool(train, cfg, '--work-dir', str(tmp_path / 'no'), check=False)
         assert proc.returncode != 0 and "No module named 'pkg_resources'" in proc.stdout
         # ... and with setuptools >= 77.0.3, < 82 (the README's advice) it runs
-        env = pkg_resources_env(tmp_path)
+        env = pkg_resources_env()
     else:
         # the fork resolves mmdet:: without pkg_resources; its own tools cannot resolve
         # mmseg:: (mmengine looks for the distribution 'mmsegmentation'): README, limits

@@ -189,6 +189,6 @@ def test_cli_check_then_the_toolkits_own_train_tool(shapes_root, tmp_path):
     # the toolkit's own tools/train.py reads DST (custom_imports) and trains 2 iterations
     work = str(tmp_path / 'work')
     cfg = write_config(tmp_path / 'tiny.py', tiny_det_config(dst, shapes_root, work))
-    out = run_tool(toolkit_tool_path('mmdet', 'train'), cfg, env=toolkit_tool_env(tmp_path))
+    out = run_tool(toolkit_tool_path('mmdet', 'train'), cfg, env=toolkit_tool_env())
     assert 'Epoch(train) [1][2/2]' in out, out[-3000:]
     assert osp.isfile(osp.join(work, 'epoch_1.pth'))
