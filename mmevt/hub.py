@@ -10,6 +10,9 @@ classification model names in mmpretrain.
   ``.mim/model-index.yml``: ``setup.py``);
 - ``mmpretrain.get_model('evt-t_8xb128_in1k')``, ``list_models('*evt*')`` and
   ``ImageClassificationInferencer`` know the names of ``configs/cls/metafile.yml``.
+
+Only what runs at import is here; writing that metafile from the configs is a build step,
+``tools/misc/make_metafile.py``.
 """
 import os.path as osp
 import warnings
@@ -18,53 +21,8 @@ from typing import List, Optional
 # where they lived before mmevt's patches moved to mmevt.patches (kept for one release)
 from .patches.config_resolution import (PACKAGE, enable_config_index_cache,  # noqa: F401
                                         enable_config_prefix)
+
 MODEL_INDEX = 'model-index.yml'
-METAFILE = 'configs/cls/metafile.yml'
-# configs/cls/<dir> -> its collection in the metafile
-CLS_COLLECTIONS = {
-    'evt': 'EVT',
-    'evt-swin': 'EVT-Swin',
-    'rmt': 'RMT',
-    'ablation': 'EVT token-mixer ablations',
-}
-METAFILE_HEAD = """\
-# Model names of the classification configs, for mmpretrain's ModelHub (`import mmevt`
-# registers them: mmpretrain.get_model / list_models / inferencers) and for
-# mmengine.hub.get_config('mmevt::cls/...'). No weights are published: load your own with
-# get_model(NAME, pretrained=PATH). Written by tools/misc/make_metafile.py from the files
-# under configs/cls (tests/test_packaging.py checks that it is up to date).
-Collections:
-  - Name: EVT
-    Metadata:
-      Training Data: ImageNet-1k
-      Architecture:
-        - Euclidean spatial decay attention (EuSA)
-        - 1D token grouping (EuSA-g / EuSA-d)
-    Paper:
-      Title: Advancing Vision Transformer with Enhanced Spatial Priors
-      URL: https://arxiv.org/abs/2604.18549
-  - Name: EVT-Swin
-    Metadata:
-      Training Data: ImageNet-1k
-      Architecture:
-        - Euclidean spatial decay attention (EuSA) in Swin's layout
-    Paper:
-      Title: Advancing Vision Transformer with Enhanced Spatial Priors
-      URL: https://arxiv.org/abs/2604.18549
-  - Name: RMT
-    Metadata:
-      Training Data: ImageNet-1k
-      Architecture:
-        - Manhattan spatial decay attention (MaSA)
-        - decomposed MaSA
-    Paper:
-      Title: "RMT: Retentive Networks Meet Vision Transformers"
-      URL: https://arxiv.org/abs/2309.11523
-  - Name: EVT token-mixer ablations
-    Metadata:
-      Training Data: ImageNet-1k
-Models:
-"""
 
 
 def mim_root() -> Optional[str]:
@@ -111,33 +69,6 @@ def register_model_names() -> List[str]:
         warnings.warn(f'mmevt: model names not registered with mmpretrain: {err}')
         return []
     return names
-
-
-def render_metafile(repo: str) -> str:
-    """The text of ``configs/cls/metafile.yml``: one model per config under ``configs/cls``
-    (named after its file), in the collection of its directory (:data:`CLS_COLLECTIONS`).
-
-    Args:
-        repo (str): the source checkout.
-
-    Returns:
-        str: the YAML text.
-    """
-    import glob
-    lines = []
-    cls_dir = osp.join(repo, 'configs', 'cls')
-    for path in sorted(glob.glob(osp.join(cls_dir, '**', '*.py'), recursive=True)):
-        rel = osp.relpath(path, repo).replace(osp.sep, '/')
-        family = osp.relpath(path, cls_dir).split(osp.sep)[0]
-        if family == '_base_' or osp.sep + '_base_' + osp.sep in path:
-            continue  # partial configs, not models
-        if family not in CLS_COLLECTIONS:
-            raise ValueError(f'{rel}: configs/cls/{family} has no collection; add it to '
-                             f'mmevt.hub.CLS_COLLECTIONS (known: {list(CLS_COLLECTIONS)})')
-        lines += [f'  - Name: {osp.splitext(osp.basename(path))[0]}',
-                  f'    In Collection: {CLS_COLLECTIONS[family]}',
-                  f'    Config: {rel}']
-    return METAFILE_HEAD + '\n'.join(lines) + '\n'
 
 
 def model_names(root: str) -> List[str]:

@@ -4,7 +4,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from mmevt.analysis import count_macs, macs_breakdown, model_complexity
-from mmevt.analysis.complexity import _RMTClassifier, reference_attention
+from mmevt.analysis.complexity import RMTHeadClassifier, reference_attention
 from mmevt.models import EVT
 from mmevt.models.layers import SpatialDecayAttention
 from mmevt.models.backbones.evt import resolve_arch
@@ -39,7 +39,7 @@ def test_breakdown_splits_the_total_by_kind_of_layer():
     assert parts['attention'] == 2 * n * n * c  # q k^T and A v, by hand
     assert parts['qkv_proj'] == 4 * n * c * c and parts['ffn_linears'] == 2 * n * c * c
     assert parts['cpe'] == parts['lepe'] == parts['ffn_dwconv'] == parts['head'] == 0
-    full = macs_breakdown(_RMTClassifier('rmt-test'), (1, 3, 64, 64))
+    full = macs_breakdown(RMTHeadClassifier('rmt-test'), (1, 3, 64, 64))
     assert all(full[k] > 0 for k in full)  # every kind is found in a real model
 
 
@@ -69,7 +69,7 @@ def test_our_counter_on_the_independent_restatement_agrees():
     with torch.no_grad(), FlopCounterMode(display=False) as fc:
         rmt_reference_logits(authors, torch.zeros(1, 3, 224, 224), chunk_stages=(0, 1))
     theirs = fc.get_total_flops() // 2
-    ours = count_macs(_RMTClassifier('rmt-t'), (1, 3, 224, 224))
+    ours = count_macs(RMTHeadClassifier('rmt-t'), (1, 3, 224, 224))
     assert abs(ours / theirs - 1) < 0.005
 
 
@@ -80,7 +80,7 @@ def test_fvcore_is_our_count_plus_norms_and_gives_the_authors_rmt_t_figure():
 
     from fvcore.nn import FlopCountAnalysis
     logging.getLogger('fvcore').setLevel(logging.ERROR)
-    clf = _RMTClassifier('rmt-t').eval()
+    clf = RMTHeadClassifier('rmt-t').eval()
     with torch.no_grad(), reference_attention(clf):
         fv = FlopCountAnalysis(clf, torch.zeros(1, 3, 224, 224))
         fv.unsupported_ops_warnings(False)

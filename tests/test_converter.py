@@ -184,6 +184,15 @@ def test_converter_reads_the_authors_imagenet_file(tmp_path, capsys):
             assert torch.equal(got['state_dict'][k], v), k
     plain = torch.load(tmp_path / 'model.pth')['state_dict']
     ema = torch.load(tmp_path / 'model_ema.pth')['state_dict']
+    # the library the tool runs (mmevt.utils.rmt_convert: an alias of its old place)
+    from mmevt.converters import rmt_keys
+    from mmevt.converters.rmt import convert_checkpoint
+    assert rmt_keys.convert_rmt is convert_rmt
+    state, meta, notes = convert_checkpoint(src, weights='model_ema')
+    assert meta == dict(converted_from='rmt_authors.pth', layout='cls', weights='model_ema',
+                        arch='rmt-test')
+    assert len(notes) == 1 and "converting 'model_ema' (chosen with --weights)" in notes[0]
+    assert all(torch.equal(state[k], v) for k, v in ema.items())
     assert not torch.equal(plain['head.fc.weight'], ema['head.fc.weight'])
     # checked against a config's model, and the bare backbone for init_cfg
     assert _tool_main(src, tmp_path / 'checked.pth', '--weights', 'model_ema', '--config',

@@ -55,7 +55,7 @@ def test_rollout_tool_refuses_a_mismatching_checkpoint(tmp_path, shapes_root):
     from mmevt.models import EVT
     ckpt = tmp_path / 'other.pth'
     torch.save({'state_dict': EVT('evt-test').state_dict()}, ckpt)  # not the demo's arch
-    out = run_tool('tools/visualize_attention.py', 'rollout',
+    out = run_tool('tools/visualization/visualize_attention.py', 'rollout',
                    osp.join(CONFIGS, 'demo', 'mask-rcnn_evt-demo_fpn_shapes.py'),
                    osp.join(shapes_root, 'images', 'validation', '000000.jpg'),
                    '--checkpoint', str(ckpt), '--out', str(tmp_path / 'r.png'), check=False)

@@ -77,7 +77,7 @@ def test_channels_last_targets_give_the_right_activations_and_gradients(classifi
 def test_vis_cam_draws_maps_on_the_photo(classifier, tmp_path):
     from PIL import Image
 
-    from mmevt.analysis.attention_maps import sample_photo_path
+    from mmevt.utils.sample_images import sample_photo_path
     cfg, ckpt = classifier
     pictures = []
     for layer in ('backbone.stages.2', 'backbone.stages.3'):

@@ -17,7 +17,7 @@ import pytest
 import torch
 from packaging.requirements import Requirement
 
-from helpers import CONFIGS, HANG_TIMEOUT, REPO, tool_env
+from helpers import CONFIGS, HANG_TIMEOUT, REPO, load_tool, tool_env
 
 README_SECTION = '## Add EVT to your own environment'
 COPY_SKIP = shutil.ignore_patterns('.git', '.venv', '.venv-fork', 'work_dirs', 'data', 'build',
@@ -44,7 +44,7 @@ def cls_config_names():
 def test_metafile_names_every_classification_config_once():
     from mmengine.fileio import load
 
-    from mmevt.hub import render_metafile
+    render_metafile = load_tool('tools/misc/make_metafile.py').render_metafile
     with open(osp.join(CONFIGS, 'cls', 'metafile.yml')) as f:
         assert f.read() == render_metafile(REPO), 'run tools/misc/make_metafile.py'
     models = load(osp.join(CONFIGS, 'cls', 'metafile.yml'))['Models']
@@ -82,7 +82,7 @@ def test_inferencer_classifies_a_photo_with_an_evt_name(tmp_path):
     import mmevt  # noqa: F401
     from mmpretrain import ImageClassificationInferencer, get_model
 
-    from mmevt.analysis.attention_maps import sample_photo_path
+    from mmevt.utils.sample_images import sample_photo_path
     ckpt = tmp_path / 'rmt-t.pth'
     torch.save({'state_dict': get_model('rmt-t_8xb128_in1k').state_dict()}, ckpt)
     inferencer = ImageClassificationInferencer('rmt-t_8xb128_in1k', pretrained=str(ckpt))

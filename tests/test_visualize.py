@@ -48,17 +48,21 @@ def _png_ok(path, min_w=200, min_h=150):
     assert _colours(path) > 5  # not a blank picture
 
 
-def _tool():
-    """tools/visualize_attention.py as a module (its main() runs in this process)."""
-    spec = importlib.util.spec_from_file_location(
-        'visualize_attention', osp.join(REPO, 'tools', 'visualize_attention.py'))
+def _tool(path=osp.join('tools', 'visualization', 'visualize_attention.py')):
+    """tools/visualization/visualize_attention.py as a module (its main() runs in this
+    process)."""
+    spec = importlib.util.spec_from_file_location('visualize_attention', osp.join(REPO, path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_fit_image_crops_to_the_aspect_ratio_without_distortion():
-    from mmevt.analysis.attention_maps import fit_image, sample_photo_path
+    from mmevt.analysis import attention_maps
+    from mmevt.utils.sample_images import fit_image, sample_photo_path
+    # where they were before mmevt.utils.sample_images (an alias for one release)
+    assert (attention_maps.fit_image, attention_maps.sample_photo_path) == (fit_image,
+                                                                            sample_photo_path)
     img = Image.new('RGB', (200, 100), (0, 255, 0))  # wide: the sides are cropped
     img.paste((255, 0, 0), (0, 0, 50, 100))
     img.paste((0, 0, 255), (150, 0, 200, 100))
@@ -101,17 +105,21 @@ def test_decay_and_group_pictures_on_the_photo(tmp_path, capsys):
             tool.main(args + ['--out', str(tmp_path / 'x.png')])
         assert message in capsys.readouterr().err
     assert not osp.exists(tmp_path / 'x.png')
+    # the tool's old path forwards to it
+    _tool(osp.join('tools', 'visualize_attention.py')).main(
+        ['decay', '--heads', '2', '--image', 'none', '--out', str(tmp_path / 'old.png')])
+    _png_ok(tmp_path / 'old.png')
 
 
 @pytest.mark.e2e
 def test_tool_draws_the_rollout_of_a_model(tmp_path, shapes_root):
     cfg = osp.join(CONFIGS, 'demo', 'mask-rcnn_evt-demo_fpn_shapes.py')
     img = osp.join(shapes_root, 'images', 'validation', '000000.jpg')
-    run_tool('tools/visualize_attention.py', 'rollout', cfg, img, '--out',
+    run_tool('tools/visualization/visualize_attention.py', 'rollout', cfg, img, '--out',
              str(tmp_path / 'rollout.png'))
     _png_ok(tmp_path / 'rollout.png', min_w=500)
     # no IMAGE: the photo (600 x 512, so fitted to 224 x 224 for the dense matrices)
-    log = run_tool('tools/visualize_attention.py', 'rollout', cfg, '--out',
+    log = run_tool('tools/visualization/visualize_attention.py', 'rollout', cfg, '--out',
                    str(tmp_path / 'rollout_photo.png'))
     assert 'grace_hopper.jpg at 224x224' in log
     _png_ok(tmp_path / 'rollout_photo.png', min_w=500)

@@ -134,8 +134,8 @@ def main() -> None:
                        ('groups', ['--img-size', '128', '128', '--group-size', '64']),
                        ('rollout', [DET_CFG, img, '--checkpoint',
                                     osp.join(det_dir, f'epoch_{args.det_epochs}.pth')])):
-        run(['tools/visualize_attention.py', sub, *extra, '--out', osp.join(vis, f'{sub}.png')],
-            osp.join(work, f'attention_{sub}.log'))
+        run(['tools/visualization/visualize_attention.py', sub, *extra,
+             '--out', osp.join(vis, f'{sub}.png')], osp.join(work, f'attention_{sub}.log'))
     det = last_metrics(det_log, ['coco/bbox_mAP', 'coco/bbox_mAP_50', 'coco/segm_mAP'])
     seg = last_metrics(seg_log, ['mIoU', 'mAcc', 'aAcc'])
     baseline = background_only_miou(args.data)

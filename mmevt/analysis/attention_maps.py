@@ -3,10 +3,10 @@
 The model's own forward never materialises these (fused kernels, groups); here they are
 rebuilt from each block's input with the same projections, rotary shift, grouping and
 decay, as dense ``(heads, N, N)`` matrices with zeros between tokens that never meet.
-The pictures are drawn on a real photograph (:func:`sample_photo_path`) by default.
+The pictures are drawn on a real photograph
+(:func:`mmevt.utils.sample_images.sample_photo_path`) by default.
 """
 import copy
-import os.path as osp
 from typing import Dict, List, Tuple
 
 import torch
@@ -17,42 +17,8 @@ from ..models.layers import SpatialDecayAttention
 from ..ops import (apply_rotary, grid_coords, group_token_index, pairwise_distance,
                    rotary_sin_cos)
 from ..ops.decay import line_decay_bias
-
-
-def sample_photo_path() -> str:
-    """A real photograph that every matplotlib install ships (Grace Hopper, 600 x 512).
-
-    Returns:
-        str: path of ``mpl-data/sample_data/grace_hopper.jpg``.
-    """
-    import matplotlib
-    path = osp.join(matplotlib.get_data_path(), 'sample_data', 'grace_hopper.jpg')
-    if not osp.isfile(path):
-        raise FileNotFoundError(f'{path} is missing from this matplotlib install; pass an '
-                                'image path instead')
-    return path
-
-
-def fit_image(img, h: int, w: int):
-    """Centre-crop a PIL image to the aspect ratio of ``(h, w)``, then resize to it.
-
-    Args:
-        img (PIL.Image.Image): any mode; converted to RGB.
-        h (int): output height.
-        w (int): output width.
-
-    Returns:
-        PIL.Image.Image: RGB, ``w`` x ``h`` pixels, not distorted.
-    """
-    from PIL import Image
-    img = img.convert('RGB')
-    iw, ih = img.size
-    if iw * h > ih * w:  # too wide: crop the sides
-        cw, ch = round(ih * w / h), ih
-    else:
-        cw, ch = iw, round(iw * h / w)
-    left, top = (iw - cw) // 2, (ih - ch) // 2
-    return img.crop((left, top, left + cw, top + ch)).resize((w, h), Image.BICUBIC)
+# the photo helpers moved to mmevt.utils.sample_images (importable here for one release)
+from ..utils.sample_images import fit_image, sample_photo_path  # noqa: F401
 
 
 def visible_mask(hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:

@@ -107,8 +107,14 @@ def macs_breakdown(model: nn.Module, input_shape: Tuple[int, ...]) -> Dict[str, 
     return result
 
 
-class _RMTClassifier(nn.Module):
-    """Backbone + the authors' classification neck/head, for counting only."""
+class RMTHeadClassifier(nn.Module):
+    """EVT (last stage, no output norm) + the RMT authors' classification neck and head
+    (linear to 1024, BN, Swish, pool, linear), for counting only.
+
+    Args:
+        arch (str | dict): an EVT arch name or dict.
+        num_classes (int): classifier outputs. Defaults to 1000.
+    """
 
     def __init__(self, arch: Union[str, dict], num_classes: int = 1000):
         super().__init__()
@@ -117,21 +123,33 @@ class _RMTClassifier(nn.Module):
         self.neck = RMTClsNeck(dims, 1024)
         self.head = nn.Linear(1024, num_classes)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, 3, H, W)`` images -> ``(B, num_classes)`` logits."""
         return self.head(self.neck(self.backbone(x))[0])
 
 
-class _LinearClassifier(nn.Module):
-    """Backbone (last stage, one output norm) + global average pooling + one linear layer:
-    Swin's head, as in the EVT-Swin ImageNet configs. For counting only."""
+class LinearHeadClassifier(nn.Module):
+    """EVT (last stage, one output norm) + global average pooling + one linear layer:
+    Swin's head, as in the EVT-Swin ImageNet configs. For counting only.
+
+    Args:
+        arch (str | dict): an EVT arch name or dict.
+        num_classes (int): classifier outputs. Defaults to 1000.
+    """
 
     def __init__(self, arch: Union[str, dict], num_classes: int = 1000):
         super().__init__()
         self.backbone = EVT(arch, out_indices=(3, ))
         self.head = nn.Linear(self.backbone.embed_dims[-1], num_classes)
 
-    def forward(self, x):
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, 3, H, W)`` images -> ``(B, num_classes)`` logits."""
         return self.head(self.backbone(x)[0].mean((2, 3)))
+
+
+# the names before they were public (tools and tests imported them), for one release
+_RMTClassifier = RMTHeadClassifier
+_LinearClassifier = LinearHeadClassifier
 
 
 def model_complexity(arch: Union[str, dict], img_size: Tuple[int, int] = (224, 224),
@@ -151,7 +169,7 @@ def model_complexity(arch: Union[str, dict], img_size: Tuple[int, int] = (224, 2
     """
     if head not in ('rmt', 'linear'):
         raise ValueError(f"head must be 'rmt' or 'linear', got {head!r}")
-    clf = (_RMTClassifier if head == 'rmt' else _LinearClassifier)(arch, num_classes)
+    clf = (RMTHeadClassifier if head == 'rmt' else LinearHeadClassifier)(arch, num_classes)
     backbone = EVT(arch)
     shape = (1, 3) + tuple(img_size)
     return dict(params=count_params(clf), macs=count_macs(clf, shape),

@@ -26,7 +26,7 @@ import platform
 import statistics
 import time
 from contextlib import nullcontext
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -58,19 +58,18 @@ def build(arch: str, attn_impl: str) -> Optional[nn.Module]:
 
 def build_from_config(path: str) -> nn.Module:
     """The backbone ``model.backbone`` of an OpenMMLab config (weights not loaded)."""
-    import mmevt  # noqa: F401  (registers EVT and the token mixers)
-    from mmengine.config import Config
-    from mmengine.registry import MODELS
-    cfg = Config.fromfile(path).model.backbone
-    cfg.pop('init_cfg', None)  # speed does not depend on weights; checkpoints may be absent
-    return MODELS.build(cfg)
+    from mmevt.toolkits import build_model, load_config
+
+    # init_cfg dropped: speed does not depend on weights, and checkpoints may be absent
+    return build_model(load_config(path), part='backbone', drop_init_cfg=True, name=path)
 
 
-def complexity(model: nn.Module, shape) -> Dict[str, float]:
-    """Params (M) and multiply-adds per image (G) of ``model`` at ``shape``'s size."""
-    from mmevt.analysis import count_macs, count_params
-    return dict(params_m=count_params(model) / 1e6,
-                gmacs=count_macs(model, (1, ) + tuple(shape[1:])) / 1e9)
+def complexity(model: nn.Module, shape: Sequence[int]) -> Dict[str, float]:
+    """Params (M) and multiply-adds per image (G) of ``model`` at ``shape``'s size
+    (``(B, 3, H, W)``; counted for one image)."""
+    from mmevt.analysis import GIGA, MEGA, count_macs, count_params
+    return dict(params_m=count_params(model) / MEGA,
+                gmacs=count_macs(model, (1, ) + tuple(shape[1:])) / GIGA)
 
 
 def device_name(device: torch.device) -> str:
@@ -175,7 +174,18 @@ def print_profile(step: Callable[[], None], device: torch.device, top: int) -> N
     print(prof.key_averages().table(sort_by=key, row_limit=top), flush=True)
 
 
-def main() -> None:
+class Job(NamedTuple):
+    """One measured case: a model at an input shape, dtype and compile setting."""
+    name: str
+    model: nn.Module
+    case: str
+    shape: Tuple[int, ...]
+    train: bool
+    dtype: str
+    compiled: bool
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--arch', nargs='+', default=None,
                         help=f'archs to run (default: {" ".join(DEFAULT_ARCHS)}, or none '
@@ -207,74 +217,109 @@ def main() -> None:
     parser.add_argument('--profile', type=int, default=0, metavar='TOP',
                         help='print the TOP costliest ops of one step of each case')
     parser.add_argument('--json', help='write the results here')
-    args = parser.parse_args()
+    return parser.parse_args(argv)
 
-    device = torch.device(args.device)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+
+def input_cases(args: argparse.Namespace) -> List[Tuple[str, Tuple[int, ...], bool]]:
+    """``(case name, input shape (B, 3, H, W), train)`` of each case the arguments ask for."""
     if args.train:
-        cases = [('train', (2, 3, *args.train), True)]
-    elif args.scaling:
-        cases = [(f'{s}x{s}', (1, 3, s, s), False) for s in args.scaling]
-    else:
-        b = 1 if args.latency else args.batch
-        cases = [(f'b{b}@{args.size}', (b, 3, args.size, args.size), False)]
-    print(f'device: {device_name(device)}; torch {torch.__version__}')
+        return [('train', (2, 3, *args.train), True)]
+    if args.scaling:
+        return [(f'{s}x{s}', (1, 3, s, s), False) for s in args.scaling]
+    b = 1 if args.latency else args.batch
+    return [(f'b{b}@{args.size}', (b, 3, args.size, args.size), False)]
+
+
+def build_models(args: argparse.Namespace) -> List[Tuple[str, nn.Module]]:
+    """``(name, backbone)`` of each ``--arch`` and ``--config``; prints a table row for a
+    Swin that neither mmpretrain nor timm can build."""
     archs = args.arch if args.arch is not None else ([] if args.config else DEFAULT_ARCHS)
-    models = [(a, lambda a=a: build(a, args.attn_impl)) for a in archs]
-    models += [(osp.splitext(osp.basename(c))[0], lambda c=c: build_from_config(c))
+    makers = [(a, lambda a=a: build(a, args.attn_impl)) for a in archs]
+    makers += [(osp.splitext(osp.basename(c))[0], lambda c=c: build_from_config(c))
                for c in args.config]
-    extra = ' params (M) | GMACs / image |' if args.complexity else ''
-    print(f'| model | case | dtype | compiled | ms / batch | images/s | peak MB |{extra}')
-    print('|---|---|---|---|---|---|---|' + '---|---|' * args.complexity)
     built = []
-    for name, make in models:
+    for name, make in makers:
         model = make()
         if model is None:
             print(f'| {name} | - | - | - | (no mmpretrain or timm: skipped) | | |')
         else:
             built.append((name, model))
-    jobs = [(name, model, case, shape, train, dtype, comp)
+    return built
+
+
+def print_header(with_complexity: bool) -> None:
+    extra = ' params (M) | GMACs / image |' if with_complexity else ''
+    print(f'| model | case | dtype | compiled | ms / batch | images/s | peak MB |{extra}')
+    print('|---|---|---|---|---|---|---|' + '---|---|' * with_complexity)
+
+
+def summarise(job: Job, runs: List[Dict[str, float]], cost: Dict[str, float]) -> dict:
+    """The row of a job over its rounds: median time, the largest peak, its complexity."""
+    sec = statistics.median(r['seconds'] for r in runs)
+    r = dict(seconds=sec, images_per_s=job.shape[0] / sec)
+    if 'peak_mem_mb' in runs[0]:
+        r['peak_mem_mb'] = max(x['peak_mem_mb'] for x in runs)
+    return dict(arch=job.name, case=job.case, dtype=job.dtype, compiled=job.compiled, **r,
+                **cost)
+
+
+def print_row(row: dict) -> None:
+    peak = f"{row['peak_mem_mb']:.0f}" if 'peak_mem_mb' in row else '-'
+    cols = f" {row['params_m']:.2f} | {row['gmacs']:.2f} |" if 'params_m' in row else ''
+    print(f"| {row['arch']} | {row['case']} | {row['dtype']} | {row['compiled']} | "
+          f"{1e3 * row['seconds']:.1f} | {row['images_per_s']:.1f} | {peak} |{cols}",
+          flush=True)
+
+
+def run_jobs(jobs: List[Job], device: torch.device, args: argparse.Namespace,
+             done: Callable[[Job, List[Dict[str, float]]], None]) -> None:
+    """Measure every job ``args.rounds`` times; ``done(job, runs)`` as soon as a job's runs
+    are complete (at once with one round, after the last round otherwise).
+
+    Rounds interleave the models, so slow drift of a shared machine hits all rows alike.
+    """
+    runs: List[List[Dict[str, float]]] = [[] for _ in jobs]
+    for rnd in range(args.rounds):
+        for job, job_runs in zip(jobs, runs):
+            if args.profile and rnd == 0:
+                print(f'profile: {job.name} {job.case} {job.dtype} compiled={job.compiled}',
+                      flush=True)
+            job_runs.append(measure(job.model, device, job.shape, job.dtype, job.train,
+                                    job.compiled, args.warmup, args.iters,
+                                    args.profile if rnd == 0 else 0, args.compile_backend))
+            if args.rounds == 1:
+                done(job, job_runs)
+    if args.rounds > 1:
+        for job, job_runs in zip(jobs, runs):
+            done(job, job_runs)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
+    device = torch.device(args.device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    cases = input_cases(args)
+    print(f'device: {device_name(device)}; torch {torch.__version__}')
+    print_header(args.complexity)
+    built = build_models(args)
+    compiled = {'no': [False], 'both': [False, True], 'only': [True]}[args.compile]
+    jobs = [Job(name, model, case, shape, train, dtype, comp)
             for name, model in built for case, shape, train in cases
-            for dtype in args.dtype
-            for comp in {'no': [False], 'both': [False, True], 'only': [True]}[args.compile]]
+            for dtype in args.dtype for comp in compiled]
     costs = {(name, case): complexity(model, shape) if args.complexity else {}
              for name, model in built for case, shape, _ in cases}
     rows: List[dict] = []
 
-    def emit(job, runs: List[Dict[str, float]]) -> None:
-        name, _, case, shape, _, dtype, comp = job
-        sec = statistics.median(r['seconds'] for r in runs)
-        r = dict(seconds=sec, images_per_s=shape[0] / sec)
-        if 'peak_mem_mb' in runs[0]:
-            r['peak_mem_mb'] = max(x['peak_mem_mb'] for x in runs)
-        cost = costs[(name, case)]
-        rows.append(dict(arch=name, case=case, dtype=dtype, compiled=comp, **r, **cost))
-        peak = f"{r['peak_mem_mb']:.0f}" if 'peak_mem_mb' in r else '-'
-        cols = f" {cost['params_m']:.2f} | {cost['gmacs']:.2f} |" if cost else ''
-        print(f"| {name} | {case} | {dtype} | {comp} | {1e3 * sec:.1f} | "
-              f"{r['images_per_s']:.1f} | {peak} |{cols}", flush=True)
+    def done(job: Job, runs: List[Dict[str, float]]) -> None:
+        rows.append(summarise(job, runs, costs[(job.name, job.case)]))
+        print_row(rows[-1])
 
-    # Rounds interleave the models, so slow drift of a shared machine hits all rows alike.
-    runs: List[List[Dict[str, float]]] = [[] for _ in jobs]
-    for rnd in range(args.rounds):
-        for job, done in zip(jobs, runs):
-            name, model, case, shape, train, dtype, comp = job
-            if args.profile and rnd == 0:
-                print(f'profile: {name} {case} {dtype} compiled={comp}', flush=True)
-            done.append(measure(model, device, shape, dtype, train, comp, args.warmup,
-                                args.iters, args.profile if rnd == 0 else 0,
-                                args.compile_backend))
-            if args.rounds == 1:
-                emit(job, done)
-    if args.rounds > 1:
-        for job, done in zip(jobs, runs):
-            emit(job, done)
+    run_jobs(jobs, device, args, done)
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(dict(device=device_name(device), torch=torch.__version__, rows=rows), f,
                       indent=1)
-
 
 if __name__ == '__main__':
     main()

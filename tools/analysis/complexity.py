@@ -90,12 +90,12 @@ def complexity_rows(archs: Sequence[str], size: Tuple[int, int]) -> Dict[str, di
     import torch
 
     from mmevt.analysis import count_params, macs_breakdown
-    from mmevt.analysis.complexity import _LinearClassifier, _RMTClassifier
+    from mmevt.analysis.complexity import LinearHeadClassifier, RMTHeadClassifier
     from mmevt.models import EVT
     rows = {}
     with torch.device('meta'):
         for a in archs:
-            clf = (_LinearClassifier if '+linear' in a else _RMTClassifier)(resolve(a))
+            clf = (LinearHeadClassifier if '+linear' in a else RMTHeadClassifier)(resolve(a))
             parts = macs_breakdown(clf, (1, 3) + tuple(size))
             rows[a] = dict(params=count_params(clf), macs=parts['total'],
                            backbone_params=count_params(EVT(resolve(a))),
@@ -141,10 +141,11 @@ def fvcore_flops(arch, size) -> float:
     warnings.filterwarnings('ignore', message='.*torch.jit.script.*')  # fvcore traces with jit
     from fvcore.nn import FlopCountAnalysis
 
-    from mmevt.analysis.complexity import _RMTClassifier, reference_attention
+    from mmevt.analysis.complexity import (LinearHeadClassifier, RMTHeadClassifier,
+                                           reference_attention)
     logging.getLogger('fvcore').setLevel(logging.ERROR)
-    from mmevt.analysis.complexity import _LinearClassifier
-    model = (_LinearClassifier if '+linear' in arch else _RMTClassifier)(resolve(arch)).eval()
+    model = (LinearHeadClassifier if '+linear' in arch
+             else RMTHeadClassifier)(resolve(arch)).eval()
     with torch.no_grad(), reference_attention(model):
         counter = FlopCountAnalysis(model, torch.zeros((1, 3) + tuple(size)))
         counter.unsupported_ops_warnings(False)

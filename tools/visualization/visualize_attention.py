@@ -2,11 +2,13 @@
 """Pictures of EVT's spatial prior and attention, drawn on a real photograph.
 
     # per-head decay of one query: Euclidean (EVT) vs Manhattan (RMT)   (paper Fig. 7 idea)
-    python tools/visualize_attention.py decay --grid 14 14 --heads 4 --out decay.png
+    python tools/visualization/visualize_attention.py decay --grid 14 14 --heads 4 --out decay.png
     # which tokens one query sees under EuSA-g, EuSA-d and full EuSA at an input size
-    python tools/visualize_attention.py groups --img-size 224 320 --group-size 49 --out g.png
+    python tools/visualization/visualize_attention.py groups --img-size 224 320 \\
+        --group-size 49 --out g.png
     # attention rollout per stage of a model on an image                (paper Fig. 8 idea)
-    python tools/visualize_attention.py rollout CONFIG [IMAGE] --checkpoint CKPT --out r.png
+    python tools/visualization/visualize_attention.py rollout CONFIG [IMAGE] \\
+        --checkpoint CKPT --out r.png
 
 The photograph is matplotlib's sample ``grace_hopper.jpg`` (in every matplotlib install)
 unless ``--image PATH`` / ``IMAGE`` names another; ``--image none`` draws the decay and group
@@ -27,8 +29,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from mmevt.analysis.attention_maps import fit_image, sample_photo_path  # noqa: E402
 from mmevt.utils.checkpoint import unwrap_state_dict  # noqa: E402
+from mmevt.utils.sample_images import fit_image, sample_photo_path  # noqa: E402
 
 DIM = 0.22  # brightness of what a query does not see
 
@@ -158,18 +160,12 @@ def _rollout_size(size: Tuple[int, int], img_size: Optional[Sequence[int]]) -> T
 def plot_rollout(config, checkpoint, image, query, out, device='cpu', img_size=None,
                  overwrite=False):
     """Attention rollout of each stage of the config's backbone, for one query pixel."""
-    import importlib
-
-    import mmevt  # noqa: F401
-    from mmengine.config import Config
-    from mmengine.registry import DefaultScope
-
     from mmevt.analysis import attention_rollout
-    cfg = Config.fromfile(config)
-    scope = cfg.default_scope
-    with DefaultScope.overwrite_default_scope(scope):
-        backbone = importlib.import_module(f'{scope}.registry').MODELS.build(
-            dict(cfg.model.backbone, init_cfg=None))
+    from mmevt.toolkits import build_model, load_config
+
+    # init_cfg dropped: a pretrained file the config names need not exist for a picture
+    backbone = build_model(load_config(config), part='backbone', drop_init_cfg=True,
+                           name=config)
     if checkpoint:
         _load_backbone(backbone, checkpoint)
     image = image or sample_photo_path()
