@@ -21,16 +21,16 @@ def test() -> None:
 
 
 def onnx() -> None:
-    """``mmevt-onnx``: export to ONNX (see :mod:`mmevt.deployment`)."""
-    from .deployment import cli
-    cli()
+    """``mmevt-onnx``: export to ONNX (see :mod:`mmevt.deploy.onnx_export`)."""
+    from .deploy.cli import onnx_cli
+    onnx_cli()
 
 
 def deploy() -> None:
     """``mmevt-deploy``: deploy with mmdeploy to ONNX Runtime (see
-    :mod:`mmevt.deploy_mmdeploy`)."""
-    from .deploy_mmdeploy import cli
-    cli()
+    :mod:`mmevt.deploy.mmdeploy_export`)."""
+    from .deploy.cli import deploy_cli
+    deploy_cli()
 
 
 def swap() -> None:

@@ -1,6 +1,6 @@
-"""mmdeploy + ONNX Runtime deployment (tools/deployment/deploy.py, mmevt.deploy_mmdeploy):
-the compatibility module, the deploy configs, and every family exported and compared with
-PyTorch in onnxruntime on a real photograph."""
+"""mmdeploy + ONNX Runtime deployment (tools/deployment/deploy.py, mmevt.deploy): the
+rewriters, the deploy configs, and every family exported and compared with PyTorch in
+onnxruntime on a real photograph."""
 import glob
 import os.path as osp
 import re
@@ -11,10 +11,13 @@ import torch
 import torch.nn.functional as F
 
 from helpers import CONFIGS, run_tool, write_config
-from mmevt.deploy_mmdeploy import (DYNAMIC_HW_ERROR, TOLERANCES, default_image, export,
-                                   load_configs, verify)
-from mmevt.mmdeploy_compat import (adaptive_avg_pool2d, mmdeploy_compat,
-                                   scaled_dot_product_attention)
+from mmevt.deploy.mmdeploy_export import default_image, export_mmdeploy, load_configs
+from mmevt.deploy.parity import TOLERANCES, verify_mmdeploy
+from mmevt.deploy.rewriters import mmdeploy_compat
+from mmevt.deploy.rewriters.adaptive_pool import adaptive_avg_pool2d__onnxruntime
+from mmevt.deploy.rewriters.scaled_dot_product_attention import \
+    scaled_dot_product_attention__onnxruntime
+from mmevt.deploy.shapes import MMDEPLOY_DYNAMIC_HW_ERROR
 
 DEPLOY = osp.join(CONFIGS, 'deploy')
 DEPLOY_CONFIGS = sorted(p for p in glob.glob(osp.join(DEPLOY, '**', '*.py'), recursive=True)
@@ -84,16 +87,17 @@ def test_rewriters_match_torch():
     cases = [dict(scale=0.3), dict(attn_mask=bias, scale=16 ** -0.5), dict(attn_mask=keep),
              dict(is_causal=True)]
     for kw in cases:
-        torch.testing.assert_close(scaled_dot_product_attention(q, k, v, **kw),
+        torch.testing.assert_close(scaled_dot_product_attention__onnxruntime(q, k, v, **kw),
                                    F.scaled_dot_product_attention(q, k, v, **kw), msg=str(kw))
     kv = k[:, :2], v[:, :2]
-    torch.testing.assert_close(scaled_dot_product_attention(q, *kv, enable_gqa=True),
-                               F.scaled_dot_product_attention(q, *kv, enable_gqa=True))
+    torch.testing.assert_close(
+        scaled_dot_product_attention__onnxruntime(q, *kv, enable_gqa=True),
+        F.scaled_dot_product_attention(q, *kv, enable_gqa=True))
     ref = F.scaled_dot_product_attention(q, k, v, scale=0.3)
     assert (mmdeploy_sdpa(q, k, v, scale=0.3) - ref).abs().max() > 0.1
     x = torch.randn(2, 8, 16, 13, generator=gen)  # UperNet's pooling on a 16 x 16 map: 3, 6
     for size in [6, 3, (1, 2), (None, 5), (32, 4), (16, 13)]:
-        torch.testing.assert_close(adaptive_avg_pool2d(x, size),
+        torch.testing.assert_close(adaptive_avg_pool2d__onnxruntime(x, size),
                                    F.adaptive_avg_pool2d(x, size), msg=str(size))
 
 
@@ -110,14 +114,17 @@ def test_compat_applies_inside_and_is_undone_after():
 
     export = torch.onnx.export
     assert not hasattr(opset9, '_cast_Long')  # removed by torch: why the shim exists
-    assert sdpa_rewriter() is not scaled_dot_product_attention
+    assert sdpa_rewriter() is not scaled_dot_product_attention__onnxruntime
     with pytest.raises(KeyError), mmdeploy_compat():
         assert torch.onnx.export is not export and torch.onnx.export.__wrapped__ is export
         assert opset9._cast_Long is not None
-        assert sdpa_rewriter() is scaled_dot_product_attention
+        assert sdpa_rewriter() is scaled_dot_product_attention__onnxruntime
         raise KeyError('undone also on an error')
     assert torch.onnx.export is export and not hasattr(opset9, '_cast_Long')
-    assert sdpa_rewriter() is not scaled_dot_product_attention
+    assert sdpa_rewriter() is not scaled_dot_product_attention__onnxruntime
+    from mmevt import mmdeploy_compat as alias  # the old module, an alias for one release
+    assert (alias.mmdeploy_compat, alias.scaled_dot_product_attention) == (
+        mmdeploy_compat, scaled_dot_product_attention__onnxruntime)
 
 
 @pytest.mark.parametrize('deploy_config', DEPLOY_CONFIGS,
@@ -137,7 +144,10 @@ def test_bad_pairs_and_existing_files_are_refused(tmp_path, monkeypatch):
                        "dynamic_axes=dict(input={0: 'batch', 2: 'h', 3: 'w'}))\n")
     with pytest.raises(ValueError, match='dynamic H / W is refused'):
         load_configs(dyn, SEM_FPN)
-    assert 'static deploy config per input size' in DYNAMIC_HW_ERROR
+    assert 'static deploy config per input size' in MMDEPLOY_DYNAMIC_HW_ERROR
+    from mmevt import deploy_mmdeploy  # the old module, an alias for one release
+    assert (deploy_mmdeploy.DYNAMIC_HW_ERROR, deploy_mmdeploy.export, deploy_mmdeploy.verify) \
+        == (MMDEPLOY_DYNAMIC_HW_ERROR, export_mmdeploy, verify_mmdeploy)
     trt = write_config(tmp_path / 'trt.py', f"_base_ = [{SEG_CFG!r}]\n"
                        "backend_config = dict(type='tensorrt')\n")
     with pytest.raises(ValueError, match="must be 'onnxruntime', got 'tensorrt'"):
@@ -161,7 +171,7 @@ def test_bad_pairs_and_existing_files_are_refused(tmp_path, monkeypatch):
     deploy_cfg, model_cfg = load_configs(SEG_CFG, SEM_FPN)
     (tmp_path / 'end2end.onnx').write_bytes(b'user data')
     with pytest.raises(FileExistsError, match='--overwrite'):
-        export(deploy_cfg, model_cfg, None, default_image(), str(tmp_path))
+        export_mmdeploy(deploy_cfg, model_cfg, None, default_image(), str(tmp_path))
     assert (tmp_path / 'end2end.onnx').read_bytes() == b'user data'
 
 
@@ -200,8 +210,8 @@ def test_family_exports_and_matches_pytorch(tmp_path, model_config):
     ckpt = None
     if model_cfg.default_scope == 'mmdet':
         ckpt = _tamed_checkpoint(deploy_cfg, model_cfg, tmp_path / 'det.pth')
-    out = export(deploy_cfg, model_cfg, ckpt, default_image(), str(tmp_path / 'work'))
-    result = verify(out, deploy_cfg, model_cfg, ckpt, default_image())
+    out = export_mmdeploy(deploy_cfg, model_cfg, ckpt, default_image(), str(tmp_path / 'work'))
+    result = verify_mmdeploy(out, deploy_cfg, model_cfg, ckpt, default_image())
     print(osp.basename(model_config), result)
     graph, toolkit = result['graph'], result['toolkit']
     if 'detections' in graph:  # the comparison is not empty

@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from helpers import CONFIGS, run_tool
-from mmevt.deployment import (DYNAMIC_HW_ERROR, benchmark, check_shape, export_onnx,
-                              load_model, verify_onnx)
+from mmevt.deploy.onnx_export import export_onnx, load_model
+from mmevt.deploy.parity import verify_onnx
+from mmevt.deploy.shapes import ONNX_DYNAMIC_HW_ERROR, check_shape
+from mmevt.deploy.timing import time_tensor_mode
 
 CLS = osp.join(CONFIGS, 'cls', 'evt', 'evt-t_8xb128_in1k.py')
 DET = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
@@ -44,14 +46,17 @@ def test_export_matches_pytorch_with_a_dynamic_batch(tmp_path, config, options, 
     assert [tuple(g.shape) for g in got] == out_shapes
     with pytest.raises(Exception, match='(?i)dimension|shape'):  # H, W are baked in
         session.run(None, {'input': torch.randn(1, 3, shape[0] + 32, shape[1]).numpy()})
-    timing = benchmark(out, model, kind, shape, rounds=2, threads=1)
+    timing = time_tensor_mode(out, model, kind, shape, rounds=2, threads=1)
     assert timing['threads'] == 1 and timing['ort_ms'] > 0 and timing['torch_ms'] > 0
 
 
 def test_export_refuses_what_it_cannot_do(tmp_path):
     with pytest.raises(ValueError, match='dynamic H / W cannot be exported'):
         export_onnx(None, 'backbone', (64, 64), str(tmp_path / 'x.onnx'), dynamic_hw=True)
-    assert 'one file per input size' in DYNAMIC_HW_ERROR
+    assert 'one file per input size' in ONNX_DYNAMIC_HW_ERROR
+    from mmevt import deployment  # the old module, an alias for one release
+    assert (deployment.DYNAMIC_HW_ERROR, deployment.benchmark, deployment.load_model) == (
+        ONNX_DYNAMIC_HW_ERROR, time_tensor_mode, load_model)
     for bad in ([16, 64], [64], [64.5, 64]):
         with pytest.raises(ValueError, match='two integers H W >= 32'):
             check_shape(bad)

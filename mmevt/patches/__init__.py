@@ -1,8 +1,8 @@
 """Every change mmevt makes to another library, listed in :data:`PATCHES`.
 
 ``import mmevt`` applies the ones marked ``when='import'`` (:func:`apply_import_patches`);
-the mmdeploy fixes apply only inside :func:`mmevt.mmdeploy_compat.mmdeploy_compat`, i.e. while
-``mmevt-deploy`` runs, and the ``pkg_resources`` stand-in only while our ``vis_cam.py``
+the mmdeploy fixes apply only inside :func:`mmevt.deploy.rewriters.mmdeploy_compat`, i.e.
+while ``mmevt-deploy`` runs, and the ``pkg_resources`` stand-in only while our ``vis_cam.py``
 loads mmpretrain's. ``python -m mmevt.info`` prints the installed stack and this table,
 with what is applied in that process, for bug reports.
 
@@ -99,20 +99,30 @@ PATCHES: Tuple[Patch, ...] = (
           'needed (mmpretrain 1.2.0, setuptools >= 82)',
           "not needed: onedl-mmpretrain's vis_cam.py does not import it (left alone)",
           'found here', 'vis_cam.py'),
-    Patch('mmdeploy-exporter', 'mmevt.mmdeploy_compat', ('torch.onnx.export', ),
+    Patch('mmdeploy-exporter', 'mmevt.deploy.rewriters.torch_onnx', ('torch.onnx.export', ),
           'dynamo=False by default: mmdeploy 1.3.1 rewriters need the TorchScript exporter',
           'needed (torch >= 2.9)', 'needed: mmdeploy 1.3.1 on both stacks '
           '(onedl-mmdeploy does not install here)', 'found here', 'mmevt-deploy'),
-    Patch('mmdeploy-cast-long', 'mmevt.mmdeploy_compat',
+    Patch('mmdeploy-cast-long', 'mmevt.deploy.rewriters.torch_onnx',
           ('torch.onnx.symbolic_opset9._cast_Long', ),
           "provides the helper torch removed, which mmdeploy's RoIAlign symbolic imports",
           'needed', 'needed', 'found here', 'mmevt-deploy'),
-    Patch('mmdeploy-rewriters', 'mmevt.mmdeploy_compat', (
-          'FUNCTION_REWRITER: F.scaled_dot_product_attention, F.adaptive_avg_pool2d, '
-          'CascadeRoIHead.predict_bbox (onnxruntime)', ),
-          "mmdeploy's SDPA divides by scale, its adaptive pooling is wrong when sizes do "
-          'not divide, its Cascade rewriter asserts class-agnostic regression',
+    # the rewriters: registered with mmdeploy's FUNCTION_REWRITER for onnxruntime, named
+    # <target>__onnxruntime, one module each
+    Patch('mmdeploy-sdpa-rewriter', 'mmevt.deploy.rewriters.scaled_dot_product_attention',
+          ('FUNCTION_REWRITER: F.scaled_dot_product_attention (onnxruntime)', ),
+          "mmdeploy's rewriter divides the logits by scale where torch multiplies",
           'needed', 'needed', 'found here (docs/deployment.md)', 'mmevt-deploy'),
+    Patch('mmdeploy-adaptive-pool-rewriter', 'mmevt.deploy.rewriters.adaptive_pool',
+          ('FUNCTION_REWRITER: F.adaptive_avg_pool2d (onnxruntime)', ),
+          "mmdeploy's rewriter pools wrong windows when the output size does not divide "
+          'the input size (UperNet)', 'needed', 'needed', 'found here (docs/deployment.md)',
+          'mmevt-deploy'),
+    Patch('mmdeploy-cascade-rewriter', 'mmevt.deploy.rewriters.cascade_roi_head',
+          ('FUNCTION_REWRITER: CascadeRoIHead.predict_bbox (onnxruntime)', ),
+          "mmdeploy's rewriter asserts class-agnostic regression in the first stages; ours "
+          'also serves heads that regress per class', 'needed', 'needed',
+          'found here (docs/deployment.md)', 'mmevt-deploy'),
 )
 APPLIED: Dict[str, str] = {}  # name -> 'applied' or why not
 

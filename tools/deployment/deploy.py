@@ -5,9 +5,10 @@ Usage: python tools/deployment/deploy.py DEPLOY_CONFIG MODEL_CONFIG [CHECKPOINT]
            [--work-dir DIR] [--overwrite] [--verify] [--benchmark ROUNDS] [--threads N]
 
 DEPLOY_CONFIG is one of configs/deploy/ (ONNX Runtime, static H / W); see
-mmevt/deploy_mmdeploy.py and docs/deployment.md. Installed as the `mmevt-deploy` command.
+mmevt/deploy/ (mmdeploy_export.py) and docs/deployment.md. Installed as the `mmevt-deploy`
+command.
 """
-from mmevt.deploy_mmdeploy import cli
+from mmevt.deploy.cli import deploy_cli
 
 if __name__ == '__main__':
-    cli()
+    deploy_cli()

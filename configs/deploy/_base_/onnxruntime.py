@@ -1,7 +1,7 @@
 # ONNX export + ONNX Runtime backend, restated from mmdeploy v1.3.1's
 # configs/_base_/onnx_config.py and configs/_base_/backends/onnxruntime.py (so that nothing
 # here inherits a file the wheel cannot ship). Used by tools/deployment/deploy.py
-# (`mmevt-deploy`, mmevt/deploy_mmdeploy.py), which exports with the TorchScript exporter.
+# (`mmevt-deploy`, mmevt/deploy/mmdeploy_export.py), which exports with the TorchScript exporter.
 # `_scope_` pins the dicts that carry a `type` to mmdeploy: mmengine would otherwise give them
 # the scope 'mmevt' when a config is inherited through `mmevt::` (see README).
 onnx_config = dict(
