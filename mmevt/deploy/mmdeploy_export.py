@@ -24,7 +24,7 @@ from .shapes import MMDEPLOY_DYNAMIC_HW_ERROR, check_deploy_input_shape
 
 def default_image() -> str:
     """The photograph used when no ``--img`` is given: matplotlib's ``grace_hopper.jpg``."""
-    from ..analysis.attention_maps import sample_photo_path
+    from ..utils.sample_images import sample_photo_path
     return sample_photo_path()
 
 
