@@ -1,6 +1,7 @@
 """The docs tables that list archs are the tools' output, so a new arch cannot leave a stale
 table: regenerate them with the commands named in the docs."""
 import os.path as osp
+import re
 from typing import List
 
 import pytest
@@ -26,6 +27,18 @@ def doc_table(path: str, header: str) -> List[str]:
     return table
 
 
+def test_method_doc_describes_every_mixer_and_layout_of_the_tables():
+    # the list of "Which tokens meet" stays by hand: checked against the code's tables
+    from mmevt.models.layers import ATTN_MODES, MIXERS
+    with open(METHOD) as f:
+        section = f.read().split('## Which tokens meet')[1].split('\n## ')[0]
+    named = set(re.findall(r"`(?:mode=|mixers=)?'?([a-z_]+)'?`", section))
+    missing = (set(MIXERS) | set(ATTN_MODES)) - named
+    assert not missing, f'docs/method.md does not describe {sorted(missing)}'
+    stale = set(re.findall(r"`(?:mode|mixers)='([a-z_]+)'`", section)) - set(MIXERS)
+    assert not stale, f'docs/method.md describes {sorted(stale)}, which are no mixers'
+
+
 def test_arch_settings_table_in_method_doc():
     want = complexity.settings_table()
     assert doc_table(METHOD, want[0]) == want
@@ -39,6 +52,31 @@ def test_model_zoo_complexity_table_is_the_tools_output(zoo_counts):
 def test_model_zoo_breakdown_table_is_the_tools_output(zoo_counts):
     want = complexity.breakdown_table({a: zoo_counts[a] for a in complexity.BREAKDOWN_ARCHS})
     assert doc_table(MODEL_ZOO, want[0]) == want
+
+
+def test_the_docs_hold_what_the_tools_write_mode_writes(zoo_counts):
+    # `complexity.py --write` leaves the committed docs as they are (--check passes); the
+    # fvcore table needs fvcore runs (minutes): its rows are checked below
+    assert complexity.write_docs(complexity.docs_tables(zoo_counts), check=True) == []
+
+
+def test_write_mode_replaces_only_what_is_between_a_tables_markers(tmp_path):
+    begin, end = complexity.table_markers('settings')
+    text = f'intro\n\n{begin}\n\n| old |\n|---|\n\n{end}\n\nafter\n'
+    got = complexity.splice_tables(text, {'settings': ['| new |', '|---|', '| row |']})
+    assert got == f'intro\n\n{begin}\n\n| new |\n|---|\n| row |\n\n{end}\n\nafter\n'
+    assert complexity.splice_tables(got, {'settings': ['| new |', '|---|', '| row |']}) == got
+    for bad in ('no markers\n', f'{end}\n{begin}\n', f'{begin}\n{end}\n{begin}\n{end}\n'):
+        with pytest.raises(ValueError, match='needs the settings table between'):
+            complexity.splice_tables(bad, {'settings': []})
+    doc = tmp_path / 'docs' / 'method.md'  # write_docs writes into the checkout it is given
+    doc.parent.mkdir()
+    doc.write_text(text)
+    tables = {'settings': ['| new |', '|---|']}
+    assert complexity.write_docs(tables, str(tmp_path), check=True) == ['docs/method.md']
+    assert doc.read_text() == text
+    assert complexity.write_docs(tables, str(tmp_path)) == ['docs/method.md']
+    assert complexity.write_docs(tables, str(tmp_path), check=True) == []
 
 
 def test_the_tools_counts_are_model_complexity():

@@ -1,5 +1,6 @@
 """Functional ops: decay, grouping and the three attention paths."""
 import math
+import re
 
 import pytest
 import torch
@@ -9,9 +10,10 @@ from hypothesis import strategies as st
 import mmevt.ops.attention as attention_ops
 import mmevt.ops.grouping as grouping_ops
 from mmevt.ops import (ATTN_PATHS, DECAY_KINDS, LAYOUTS, GridCache, Layout, attention_reference,
-                       decay_bias, decay_log_rates, decomposed_decay_attention, flex_available,
-                       grid_coords, group_token_index, group_tokens, grouped_distance,
-                       has_padding, num_groups, pairwise_distance, spatial_decay_attention,
+                       decay_bias, decay_log_rates, decomposed_decay_attention,
+                       decomposed_decay_probs, flex_available, grid_coords, group_token_index,
+                       group_tokens, grouped_distance, has_padding, num_groups,
+                       pairwise_distance, spatial_decay_attention, spatial_decay_probs,
                        ungroup_tokens)
 
 # every fast path this torch has, every layout, every decay: from the tables, never spelled out
@@ -95,6 +97,11 @@ def test_grouping_is_a_permutation_and_round_trips(mode, hw, s, with_shifted_lay
             assert torch.equal(grp, (rows // side) * gw + cols // side)
         else:  # a token's grid window is (row mod Gh, col mod Gw)
             assert torch.equal(grp, (rows % gh) * gw + cols % gw)
+
+
+def test_grouping_docstring_describes_each_layout_of_the_table():
+    # the one prose list of the layouts, beside the table: one bullet per record, in order
+    assert re.findall(r'^- ``(\w+)``', grouping_ops.__doc__, re.M) == list(LAYOUTS)
 
 
 def test_2d_modes_need_a_square_group_size_and_the_grid():
@@ -221,6 +228,29 @@ def test_decomposed_matches_explicit_row_then_column():
     torch.testing.assert_close(got, expected)
     torch.testing.assert_close(decomposed_decay_attention(q, k, v, lg, attn_impl='reference'),
                                expected)
+
+
+@pytest.mark.parametrize('mode', MODES + list(SHIFTED))
+def test_dense_probs_are_what_the_attention_applies(mode):
+    s = _square_if_grid(mode, 10)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 35, 3, 8, dtype=torch.float64) for _ in range(3))
+    lg = decay_log_rates(3, 2, 4).double()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grouping_ops, 'LAYOUTS', {**LAYOUTS, **SHIFTED})
+        probs = spatial_decay_probs(q, k, (5, 7), lg, 'euclidean', mode, s)  # (B, heads, N, N)
+        expected = spatial_decay_attention(q, k, v, (5, 7), lg, 'euclidean', mode, s)
+    torch.testing.assert_close(torch.einsum('bhij,bjhd->bihd', probs, v), expected)
+
+
+def test_decomposed_dense_probs_compose_the_row_and_column_passes():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 35, 3, 8, dtype=torch.float64) for _ in range(3))
+    lg = decay_log_rates(3, 2, 4).double()
+    qd, kd, vd = (t.view(2, 5, 7, 3, 8) for t in (q, k, v))
+    probs = decomposed_decay_probs(qd, kd, lg)
+    torch.testing.assert_close(torch.einsum('bhij,bjhd->bihd', probs, v).view(2, 5, 7, 3, 8),
+                               decomposed_decay_attention(qd, kd, vd, lg))
 
 
 def test_bad_impl_and_mode_are_value_errors():

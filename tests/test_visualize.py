@@ -6,6 +6,7 @@ import os.path as osp
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
@@ -14,19 +15,21 @@ from mmevt.analysis import dense_attention, visible_mask
 from mmevt.models.layers import SpatialDecayAttention
 
 
-@pytest.mark.parametrize('mode,decay,rope', [('full', 'euclidean', False),
-                                             ('group', 'euclidean', False),
-                                             ('dilate', 'manhattan', True),
-                                             ('window', 'euclidean', False),
-                                             ('grid', 'none', False),
-                                             ('decomposed', 'manhattan', True)])
-def test_dense_attention_reproduces_the_module(mode, decay, rope):
+_CASES = [('full', 'euclidean', False), ('group', 'euclidean', False),
+          ('dilate', 'manhattan', True), ('window', 'euclidean', False), ('grid', 'none', False),
+          ('decomposed', 'manhattan', True)]
+
+
+def _mixer(mode, decay, rope, cls=SpatialDecayAttention):
     torch.manual_seed(0)
-    attn = SpatialDecayAttention(16, 2, mode=mode, decay=decay,
-                                 group_size=4 if mode in ('window', 'grid') else 7,
-                                 use_rope=rope, lepe=False).eval()
+    attn = cls(16, 2, mode=mode, decay=decay, group_size=4 if mode in ('window', 'grid') else 7,
+               use_rope=rope, lepe=False).eval()
     attn.proj = nn.Identity()
-    x = torch.randn(5, 6, 16)
+    return attn
+
+
+def _check_reproduces(attn, x):
+    """``dense_attention`` applied to the values is the module's output; returns it."""
     with torch.no_grad():
         expected = attn(x[None])[0]
         a = dense_attention(attn, x)
@@ -34,8 +37,32 @@ def test_dense_attention_reproduces_the_module(mode, decay, rope):
     got = torch.einsum('hij,jhd->ihd', a, v).reshape(5, 6, 16)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(a.sum(-1), torch.ones(2, 30))
+    return a
+
+
+@pytest.mark.parametrize('mode,decay,rope', _CASES)
+def test_dense_attention_reproduces_the_module(mode, decay, rope):
+    attn = _mixer(mode, decay, rope)
+    x = torch.randn(5, 6, 16)
+    a = _check_reproduces(attn, x)
     if mode != 'full' and mode != 'decomposed':
         assert (a[:, ~visible_mask((5, 6), attn.group_size, mode)] == 0).all()
+
+
+class _QKNormAttention(SpatialDecayAttention):
+    """A new q / k option as a contributor adds it: in the module's one q / k step."""
+
+    def queries_keys(self, x):
+        q, k = super().queries_keys(x)
+        return 3 * F.normalize(q, dim=-1), 3 * F.normalize(k, dim=-1)
+
+
+@pytest.mark.parametrize('mode,decay,rope', _CASES)
+def test_dense_attention_comes_from_the_module_so_a_qk_option_shows(mode, decay, rope):
+    x = torch.randn(5, 6, 16, generator=torch.Generator().manual_seed(1))
+    plain = dense_attention(_mixer(mode, decay, rope), x)
+    normed = _check_reproduces(_mixer(mode, decay, rope, _QKNormAttention), x)
+    assert (normed - plain).abs().max() > 1e-3  # same weights: the option alone differs
 
 
 def _colours(path) -> int:

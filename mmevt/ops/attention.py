@@ -25,7 +25,8 @@ from torch import Tensor
 from .cache import GridCache
 from .checks import check_choice, renamed_argument
 from .decay import DECAY_KINDS, decay_bias, grouped_distance, line_decay_bias, slot_coords
-from .grouping import group_token_index, group_tokens, has_padding, ungroup_tokens
+from .grouping import (group_token_index, group_tokens, has_padding, ungroup_pairs,
+                       ungroup_tokens)
 
 logger = logging.getLogger('mmevt')
 
@@ -159,6 +160,23 @@ def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None
     return impl
 
 
+def attention_probs(q: Tensor, k: Tensor, bias: Optional[Tensor], scale: float) -> Tensor:
+    """The attention probabilities of the reference path, ``softmax(q k^T * scale + bias)``.
+
+    Args:
+        q, k (Tensor): shape ``(B, H, L, D)``.
+        bias (Tensor, optional): broadcastable to ``(B, H, L, L)``.
+        scale (float): logit scale.
+
+    Returns:
+        Tensor: shape ``(B, H, L, L)``, each row sums to 1.
+    """
+    logits = (q @ k.transpose(-2, -1)) * scale
+    if bias is not None:
+        logits = logits + bias
+    return logits.softmax(dim=-1)
+
+
 def attention_reference(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
                         scale: float, dropout_p: float = 0.) -> Tensor:
     """Plain attention with an additive bias.
@@ -173,10 +191,7 @@ def attention_reference(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
     Returns:
         Tensor: shape ``(B, H, L, D)``.
     """
-    logits = (q @ k.transpose(-2, -1)) * scale
-    if bias is not None:
-        logits = logits + bias
-    probs = logits.softmax(dim=-1).to(v.dtype)
+    probs = attention_probs(q, k, bias, scale).to(v.dtype)
     if dropout_p > 0:
         probs = F.dropout(probs, dropout_p)
     return probs @ v
@@ -235,6 +250,34 @@ def padding_block_mask(hw: Tuple[int, int], group_size: int, mode: str, heads: i
     return _create_block_mask(mask_mod, None, heads * g, s, s, device=device)
 
 
+def _group_heads(x: Tensor, hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
+    """``(B, N, heads, D) -> (B, heads * G, S, D)``: the grouped layout, heads major."""
+    return rearrange(group_tokens(x, group_size, mode, hw), 'b g s h d -> b (h g) s d')
+
+
+def _memo(cache: Optional[GridCache], key: tuple, hw: Tuple[int, int], group_size: int,
+          mode: str, decay: str, device: torch.device, build: Callable):
+    """A per-grid table from the stage's cache; without a cache it is built on every call."""
+    if cache is None:
+        return build()
+    return cache.get(key + (tuple(hw), group_size, mode, decay, device), build)
+
+
+def _layout_bias(hw: Tuple[int, int], group_size: int, mode: str, decay: str,
+                 log_gamma: Tensor, dtype: torch.dtype, device: torch.device,
+                 cache: Optional[GridCache]) -> Tensor:
+    """The additive decay bias of the grouped layout, ``(heads * G, S, S)`` (memoised)."""
+    return _memo(cache, ('bias', dtype), hw, group_size, mode, decay, device,
+                 lambda: decay_bias(log_gamma, grouped_distance(hw, group_size, mode, decay,
+                                                                device)).to(dtype))
+
+
+def _check_grid(q: Tensor, hw: Tuple[int, int], log_gamma: Tensor, decay: str) -> None:
+    check_choice('decay', decay, DECAY_KINDS)
+    assert q.shape[1] == hw[0] * hw[1], f'{q.shape[1]} tokens do not fill a {hw} grid'
+    assert log_gamma.numel() == q.shape[2]
+
+
 def spatial_decay_attention(q: Tensor,
                             k: Tensor,
                             v: Tensor,
@@ -256,15 +299,13 @@ def spatial_decay_attention(q: Tensor,
         q, k, v (Tensor): shape ``(B, N, heads, D)`` with ``N = H * W`` in row-major order.
         hw (tuple[int, int]): the grid ``(H, W)``.
         log_gamma (Tensor): per-head ``log(gamma_h)``, shape ``(heads,)``.
-        decay (str): ``'euclidean'`` (EuSA), ``'manhattan'`` (MaSA) or ``'none'``.
-            Defaults to ``'euclidean'``.
-        mode (str): ``'full'``, ``'group'``, ``'dilate'`` or the 2D ``'window'`` /
-            ``'grid'`` (see :mod:`mmevt.ops.grouping`). Defaults to ``'full'``.
+        decay (str): a name in :data:`~mmevt.ops.decay.DECAY_KINDS` (``'euclidean'``: EuSA,
+            ``'manhattan'``: MaSA). Defaults to ``'euclidean'``.
+        mode (str): a layout of :data:`~mmevt.ops.grouping.LAYOUTS`. Defaults to ``'full'``.
         group_size (int): tokens per group (ignored for ``full``; a square for the 2D
             modes). Defaults to 49.
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
-        attn_impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``. Defaults to
-            ``'auto'``.
+        attn_impl (str): ``'auto'`` or a path of :data:`ATTN_PATHS`. Defaults to ``'auto'``.
         cache (GridCache, optional): memo for the additive bias (``sdpa``, ``reference``) or
             the score_mod and padding block mask (``flex``). Defaults to None (built on
             every call).
@@ -279,38 +320,68 @@ def spatial_decay_attention(q: Tensor,
     attn_impl = renamed_argument(name, 'impl', 'attn_impl', impl,
                                  None if attn_impl == 'auto' else attn_impl) or 'auto'
     cache = renamed_argument(name, 'bias_cache', 'cache', bias_cache, cache)
-    check_choice('decay', decay, DECAY_KINDS)
+    _check_grid(q, hw, log_gamma, decay)
     b, n, heads, d = q.shape
-    assert n == hw[0] * hw[1], f'{n} tokens do not fill a {hw} grid'
-    assert log_gamma.numel() == heads
     scale = d ** -0.5 if scale is None else scale
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
     attn_impl = resolve_impl(attn_impl, q.device, d, needs_grad=needs_grad,
                              dropout=dropout_p > 0)
-
-    def memo(key: tuple, build):  # per-grid tables live in the stage's cache
-        if cache is None:
-            return build()
-        return cache.get(key + (tuple(hw), group_size, mode, decay, q.device), build)
-
-    def to_groups(x: Tensor) -> Tensor:  # (B, N, heads, D) -> (B, heads * G, S, D)
-        return rearrange(group_tokens(x, group_size, mode, hw), 'b g s h d -> b (h g) s d')
-
-    qg, kg, vg = to_groups(q), to_groups(k), to_groups(v)
+    qg, kg, vg = (_group_heads(t, hw, group_size, mode) for t in (q, k, v))
     if attn_impl == 'flex':
-        score_mod = memo(('flex_decay', ),
-                         lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma))
-        block_mask = memo(('flex_pad', heads),
-                          lambda: padding_block_mask(hw, group_size, mode, heads, q.device))
+        score_mod = _memo(cache, ('flex_decay', ), hw, group_size, mode, decay, q.device,
+                          lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma))
+        block_mask = _memo(cache, ('flex_pad', heads), hw, group_size, mode, decay, q.device,
+                           lambda: padding_block_mask(hw, group_size, mode, heads, q.device))
         out = _flex_attention(qg, kg, vg, score_mod=score_mod, block_mask=block_mask,
                               scale=scale)
     else:
-        bias = memo(('bias', qg.dtype), lambda: decay_bias(
-            log_gamma, grouped_distance(hw, group_size, mode, decay, q.device)).to(qg.dtype))
+        bias = _layout_bias(hw, group_size, mode, decay, log_gamma, qg.dtype, q.device, cache)
         attn = attention_reference if attn_impl == 'reference' else attention_sdpa
         out = attn(qg, kg, vg, bias[None], scale, dropout_p)
     out = rearrange(out, 'b (h g) s d -> b g s h d', h=heads)
     return ungroup_tokens(out, n, mode, hw)
+
+
+def spatial_decay_probs(q: Tensor,
+                        k: Tensor,
+                        hw: Tuple[int, int],
+                        log_gamma: Tensor,
+                        decay: str = 'euclidean',
+                        mode: str = 'full',
+                        group_size: int = 49,
+                        scale: Optional[float] = None,
+                        cache: Optional[GridCache] = None) -> Tensor:
+    """The attention probabilities that :func:`spatial_decay_attention` applies, as dense
+    ``N x N`` matrices: its reference path's, per group, scattered to the token pairs.
+
+    Args:
+        q, k (Tensor): shape ``(B, N, heads, D)``, row-major over the grid.
+        hw, log_gamma, decay, mode, group_size, scale, cache: as in
+            :func:`spatial_decay_attention`.
+
+    Returns:
+        Tensor: shape ``(B, heads, N, N)``, each row sums to 1; zero between tokens that
+        share no group.
+    """
+    _check_grid(q, hw, log_gamma, decay)
+    heads, d = q.shape[2:]
+    scale = d ** -0.5 if scale is None else scale
+    qg, kg = (_group_heads(t, hw, group_size, mode) for t in (q, k))
+    bias = _layout_bias(hw, group_size, mode, decay, log_gamma, qg.dtype, q.device, cache)
+    probs = attention_probs(qg, kg, bias[None], scale)
+    probs = rearrange(probs, 'b (h g) s t -> b h g s t', h=heads)
+    return ungroup_pairs(probs, hw, group_size, mode)
+
+
+# RMT's decomposition: rows are sequences along W batched over (B, H), columns along H
+# batched over (B, W)
+_ROWS = 'b h w n d -> (b h) n w d'
+_COLS = 'b h w n d -> (b w) n h d'
+
+
+def _line_bias(length: int, log_gamma: Tensor, dtype: torch.dtype) -> Tensor:
+    # 4-D: with a 3-D mask SDPA on CPU falls back to its unfused math kernel
+    return line_decay_bias(length, log_gamma).to(dtype)[None]
 
 
 def decomposed_decay_attention(q: Tensor,
@@ -347,15 +418,35 @@ def decomposed_decay_attention(q: Tensor,
     b, h, w, heads, d = q.shape
     scale = d ** -0.5 if scale is None else scale
     attn = attention_reference if attn_impl == 'reference' else attention_sdpa
-
-    def line_bias(length: int) -> Tensor:
-        # 4-D: with a 3-D mask SDPA on CPU falls back to its unfused math kernel
-        return line_decay_bias(length, log_gamma).to(q.dtype)[None]
-
-    # rows: sequences along W, batch over (B, H); then columns: along H, batch over (B, W)
-    qw, kw, vw = (rearrange(t, 'b h w n d -> (b h) n w d') for t in (q, k, v))
-    rows = attn(qw, kw, vw, line_bias(w), scale, dropout_p)
-    qh, kh = (rearrange(t, 'b h w n d -> (b w) n h d') for t in (q, k))
+    qw, kw, vw = (rearrange(t, _ROWS) for t in (q, k, v))
+    rows = attn(qw, kw, vw, _line_bias(w, log_gamma, q.dtype), scale, dropout_p)
+    qh, kh = (rearrange(t, _COLS) for t in (q, k))
     vh = rearrange(rows, '(b h) n w d -> (b w) n h d', b=b)
-    out = attn(qh, kh, vh, line_bias(h), scale, dropout_p)
+    out = attn(qh, kh, vh, _line_bias(h, log_gamma, q.dtype), scale, dropout_p)
     return rearrange(out, '(b w) n h d -> b h w n d', b=b)
+
+
+def decomposed_decay_probs(q: Tensor, k: Tensor, log_gamma: Tensor,
+                           scale: Optional[float] = None) -> Tensor:
+    """The row and column passes of :func:`decomposed_decay_attention` (their reference
+    probabilities) composed into the dense ``N x N`` matrix they apply together.
+
+    Args:
+        q, k (Tensor): shape ``(B, H, W, heads, D)``.
+        log_gamma (Tensor): shape ``(heads,)``.
+        scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
+
+    Returns:
+        Tensor: shape ``(B, heads, N, N)`` with ``N = H * W`` row-major, each row sums to 1.
+    """
+    b, h, w, heads, d = q.shape
+    scale = d ** -0.5 if scale is None else scale
+    rows = attention_probs(rearrange(q, _ROWS), rearrange(k, _ROWS),
+                           _line_bias(w, log_gamma, q.dtype), scale)
+    cols = attention_probs(rearrange(q, _COLS), rearrange(k, _COLS),
+                           _line_bias(h, log_gamma, q.dtype), scale)
+    rows = rearrange(rows, '(b r) n c t -> b r n c t', b=b)  # [b, r', head, c, c']
+    cols = rearrange(cols, '(b c) n r s -> b c n r s', b=b)  # [b, c, head, r, r']
+    # out(r, c) = sum_r' cols[c][r, r'] sum_c' rows[r'][c, c'] v(r', c')
+    dense = torch.einsum('bcnrs,bsnct->bnrcst', cols, rows)
+    return dense.reshape(b, heads, h * w, h * w)

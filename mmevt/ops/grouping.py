@@ -188,6 +188,30 @@ def ungroup_tokens(x: Tensor, num_tokens: int, mode: str,
     return x.roll(s2 // 2, dims=1) if lay.shift else x
 
 
+def ungroup_pairs(x: Tensor, hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
+    """Values per pair of slots of each group, put at their pair of tokens (e.g. attention
+    probabilities, for pictures); pairs that share no group and padded slots get 0.
+
+    Args:
+        x (Tensor): shape ``(..., G, S, S)``: query slot, key slot.
+        hw (tuple[int, int]): the grid ``(H, W)``.
+        group_size (int): tokens per group, as for :func:`group_tokens`.
+        mode (str): the mode used to group.
+
+    Returns:
+        Tensor: shape ``(..., N, N)``: query token, key token.
+    """
+    n = hw[0] * hw[1]
+    idx = group_token_index(hw, group_size, mode, x.device)  # (G, S); padded slots hold N
+    # one flat index per slot pair into an (N + 1) x (N + 1) table whose last row / column
+    # collects the padded slots and is cut off
+    pair = (idx[:, :, None] * (n + 1) + idx[:, None, :]).reshape(-1)
+    lead = x.shape[:-3]
+    out = x.new_zeros(*lead, (n + 1) * (n + 1))
+    out[..., pair] = x.reshape(*lead, -1)
+    return out.view(*lead, n + 1, n + 1)[..., :n, :n]
+
+
 def group_token_index(hw: Tuple[int, int], group_size: int, mode: str, device=None) -> Tensor:
     """Sequence index of every slot of the grouped layout of an ``H x W`` grid.
 
@@ -204,4 +228,4 @@ def group_token_index(hw: Tuple[int, int], group_size: int, mode: str, device=No
 
 __all__ = ['LAYOUTS', 'Layout', 'layout', 'GROUP_MODES', 'WINDOW_MODES', 'num_groups',
            'square_side', 'window_side',
-           'has_padding', 'group_tokens', 'ungroup_tokens', 'group_token_index']
+           'has_padding', 'group_tokens', 'ungroup_tokens', 'ungroup_pairs', 'group_token_index']

@@ -5,6 +5,8 @@
     python tools/analysis/complexity.py --fvcore      # also fvcore's count (the authors')
     python tools/analysis/complexity.py --breakdown   # MACs by kind of layer
     python tools/analysis/complexity.py --settings    # the arch table (docs/method.md)
+    python tools/analysis/complexity.py --write [--fvcore]  # rewrite those tables in the docs
+    python tools/analysis/complexity.py --check       # exit 1 if the docs tables are stale
 
 Counts the classifier (backbone + the authors' 1024-wide RMT head, 1000 classes, unless the
 name ends in ``+linear``) and the backbone alone; attention matmuls are counted even where a
@@ -14,14 +16,20 @@ docs/model_zoo.md). The default archs are every arch of the arch table
 (``mmevt.models.backbones.archs``) but the test ones; ``evt-swin-t+linear`` (etc.) count
 EVT-Swin with Swin's linear head, as its ImageNet configs; ``rmt-t@2-2-10-2`` is RMT-T at
 EVT-T's depth, for the paper's "RMT-T -> EVT-T" statement. The markdown tables printed are
-the tables of docs/model_zoo.md and docs/method.md (``tests/test_docs_tables.py`` checks
-they are equal).
+the tables of docs/model_zoo.md and docs/method.md; ``--write`` rewrites them there in place,
+each between its two markers (:func:`table_markers`), the fvcore table only with ``--fvcore``
+(minutes), and ``--check`` compares them (``tests/test_docs_tables.py`` checks they are equal).
 """
 import argparse
 import json
-from typing import Dict, List, Sequence, Tuple, Union
+import os.path as osp
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+from mmevt.analysis import GIBI, GIGA, MEGA
 from mmevt.models.backbones.archs import ARCH_ALIASES, ARCH_FAMILIES, ARCH_NAMES, resolve_arch
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 LINEAR_HEAD = ARCH_FAMILIES['evt-swin']  # Swin's linear head in their ImageNet configs
 DEPTH_MATCHED = ('rmt-t@2-2-10-2', )  # RMT-T at EVT-T's depth
@@ -31,7 +39,10 @@ ARCHS += DEPTH_MATCHED
 # the archs the paper's efficiency statements compare (docs/model_zoo.md)
 BREAKDOWN_ARCHS = [*ARCH_FAMILIES['rmt'], *ARCH_FAMILIES['evt'], *DEPTH_MATCHED]
 AUTHORS_GFLOPS = {'rmt-t': 2.5, 'rmt-s': 4.5, 'rmt-b': 9.7, 'rmt-l': 18.2}  # theirs, at 224
-GI = 2**30
+# the docs' tables (at DOCS_SIZE, for ARCHS) and the doc each is written into
+DOCS_SIZE = (224, 224)
+DOC_TABLES = {'settings': 'docs/method.md', 'complexity': 'docs/model_zoo.md',
+              'fvcore': 'docs/model_zoo.md', 'breakdown': 'docs/model_zoo.md'}
 
 
 def resolve(name: str) -> Union[str, dict]:
@@ -108,16 +119,16 @@ def complexity_table(rows: Dict[str, dict]) -> List[str]:
     lines = ['| arch | params (M) | FLOPs (G) | FLOPs (Gi) | backbone params (M) | '
              'backbone FLOPs (G) |', '|---' * 6 + '|']
     for arch, c in rows.items():
-        lines.append(f"| {arch} | {c['params'] / 1e6:.2f} | {c['macs'] / 1e9:.2f} | "
-                     f"{c['macs'] / GI:.2f} | {c['backbone_params'] / 1e6:.2f} | "
-                     f"{c['backbone_macs'] / 1e9:.2f} |")
+        lines.append(f"| {arch} | {c['params'] / MEGA:.2f} | {c['macs'] / GIGA:.2f} | "
+                     f"{c['macs'] / GIBI:.2f} | {c['backbone_params'] / MEGA:.2f} | "
+                     f"{c['backbone_macs'] / GIGA:.2f} |")
     return lines
 
 
 def fvcore_table(flops: Dict[str, float]) -> List[str]:
     """The fvcore table of docs/model_zoo.md."""
     return (['| arch | fvcore FLOPs (G) | fvcore FLOPs (Gi) |', '|---' * 3 + '|']
-            + [f'| {a} | {f / 1e9:.3f} | {f / GI:.2f} |' for a, f in flops.items()])
+            + [f'| {a} | {f / GIGA:.3f} | {f / GIBI:.2f} |' for a, f in flops.items()])
 
 
 def breakdown_table(rows: Dict[str, dict]) -> List[str]:
@@ -126,9 +137,77 @@ def breakdown_table(rows: Dict[str, dict]) -> List[str]:
     kinds = [k for k in next(iter(parts.values())) if k != 'total']
     lines = ['| arch | ' + ' | '.join(kinds) + ' | total |', '|---' * (len(kinds) + 2) + '|']
     for a, r in parts.items():
-        lines.append(f'| {a} | ' + ' | '.join(f'{r[k] / 1e9:.3f}' for k in kinds) +
-                     f" | {r['total'] / 1e9:.3f} |")
+        lines.append(f'| {a} | ' + ' | '.join(f'{r[k] / GIGA:.3f}' for k in kinds) +
+                     f" | {r['total'] / GIGA:.3f} |")
     return lines
+
+
+def docs_tables(rows: Dict[str, dict],
+                fvcore: Optional[Dict[str, float]] = None) -> Dict[str, List[str]]:
+    """The tables of the docs, by name (:data:`DOC_TABLES`).
+
+    Args:
+        rows (dict): :func:`complexity_rows` of :data:`ARCHS` at :data:`DOCS_SIZE`.
+        fvcore (dict, optional): :func:`fvcore_flops` per arch of :data:`ARCHS`. Defaults to
+            None (no fvcore table: the docs keep theirs).
+
+    Returns:
+        dict: table name -> its markdown lines.
+    """
+    tables = dict(settings=settings_table(), complexity=complexity_table(rows),
+                  breakdown=breakdown_table({a: rows[a] for a in BREAKDOWN_ARCHS}))
+    if fvcore is not None:
+        tables['fvcore'] = fvcore_table(fvcore)
+    return tables
+
+
+def table_markers(name: str) -> Tuple[str, str]:
+    """The two lines (markdown comments) a doc holds table ``name`` between."""
+    return (f'<!-- {name} table: written by tools/analysis/complexity.py --write -->',
+            f'<!-- end of {name} table -->')
+
+
+def splice_tables(text: str, tables: Dict[str, List[str]], doc: str = 'the text') -> str:
+    """``text`` with each table of ``tables`` put between its markers (what was there goes).
+
+    Raises:
+        ValueError: ``text`` lacks a table's markers, holds them twice or in the wrong order.
+    """
+    for name, lines in tables.items():
+        begin, end = table_markers(name)
+        if text.count(begin) != 1 or text.count(end) != 1 or text.index(end) < text.index(begin):
+            raise ValueError(f'{doc} needs the {name} table between one {begin!r} line and '
+                             f'one {end!r} line after it')
+        head, rest = text.split(begin)
+        tail = rest.split(end)[1]
+        text = head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + tail
+    return text
+
+
+def write_docs(tables: Dict[str, List[str]], repo: str = REPO, check: bool = False) -> List[str]:
+    """Put ``tables`` (:func:`docs_tables`) into their docs, in place.
+
+    Args:
+        tables (dict): table name -> markdown lines.
+        repo (str): the source checkout. Defaults to this tool's.
+        check (bool): only compare, write nothing. Defaults to False.
+
+    Returns:
+        list[str]: the docs (paths relative to ``repo``) that changed (with ``check``: that
+        differ).
+    """
+    changed = []
+    for doc in dict.fromkeys(DOC_TABLES[name] for name in tables):
+        path = osp.join(repo, doc)
+        with open(path) as f:
+            old = f.read()
+        new = splice_tables(old, {n: t for n, t in tables.items() if DOC_TABLES[n] == doc}, doc)
+        if new != old:
+            changed.append(doc)
+            if not check:
+                with open(path, 'w') as f:
+                    f.write(new)
+    return changed
 
 
 def fvcore_flops(arch, size) -> float:
@@ -153,6 +232,19 @@ def fvcore_flops(arch, size) -> float:
         return float(counter.total())
 
 
+def update_docs(check: bool = False, with_fvcore: bool = False) -> None:
+    """``--write`` / ``--check``: count :data:`ARCHS` at :data:`DOCS_SIZE`, then rewrite the
+    docs tables (:func:`write_docs`) or exit 1 naming the docs that differ."""
+    rows = complexity_rows(ARCHS, DOCS_SIZE)
+    flops = {a: fvcore_flops(a, DOCS_SIZE) for a in ARCHS} if with_fvcore else None
+    changed = write_docs(docs_tables(rows, flops), check=check)
+    if check and changed:
+        sys.exit(f"stale tables in {', '.join(changed)}: run tools/analysis/complexity.py "
+                 f"--write{' --fvcore' if with_fvcore else ''}")
+    print(f"wrote {', '.join(changed)}" if changed and not check
+          else 'the docs tables are up to date')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--size', type=int, nargs=2, default=[224, 224], metavar=('H', 'W'))
@@ -166,7 +258,18 @@ def main() -> None:
                         help="also count the classifiers with fvcore, as the authors did "
                              "(needs `pip install fvcore`)")
     parser.add_argument('--json', help='also write the numbers to this JSON file')
+    docs = parser.add_mutually_exclusive_group()
+    docs.add_argument('--write', action='store_true',
+                      help='rewrite the tables of docs/model_zoo.md and docs/method.md in '
+                           'place (the fvcore table too with --fvcore) and stop')
+    docs.add_argument('--check', action='store_true',
+                      help='exit 1 if those tables differ from what --write writes; write '
+                           'nothing')
     args = parser.parse_args()
+    if (args.write or args.check) and (args.arch or args.size != list(DOCS_SIZE) or args.json
+                                       or args.settings or args.breakdown):
+        parser.error('--write / --check count the docs\' archs at 224 x 224: drop --arch, '
+                     '--size, --json, --settings and --breakdown')
     if args.settings:
         print('\n'.join(settings_table()))
         return
@@ -180,6 +283,9 @@ def main() -> None:
             import fvcore  # noqa: F401
         except ImportError:
             parser.error('--fvcore needs fvcore: pip install fvcore')
+    if args.write or args.check:
+        update_docs(args.check, args.fvcore)
+        return
     archs = args.arch or ARCHS
     print(f'@ {args.size[0]}x{args.size[1]}')
     rows = complexity_rows(archs, args.size)

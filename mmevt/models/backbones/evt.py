@@ -29,6 +29,27 @@ _ATTN_FILLED = ('embed_dims', 'num_heads', 'mode', 'decay', 'group_size', 'init_
                 'heads_range', 'use_rope', 'lepe', 'attn_impl', 'cache')
 
 
+def layer_cfg_keys(mixer: Union[str, dict]) -> List[str]:
+    """The keys ``layer_cfgs`` may set in a stage of token mixer ``mixer``.
+
+    The keyword options of :class:`EVTBlock` and of the mixer's module, less what the
+    backbone fills in itself from the arch and its arguments.
+
+    Args:
+        mixer (str | dict): a name of :data:`~mmevt.models.layers.MIXERS` or a dict with
+            such a ``'type'``.
+
+    Returns:
+        list[str]: the block's keys first, then the mixer's, each once.
+    """
+    name = mixer_type(mixer)
+    attn_filled = () if takes_arguments(name) else _ATTN_FILLED
+    keys = [k for k in keyword_arguments(EVTBlock) if k not in _BLOCK_FILLED]
+    keys += [k for k in keyword_arguments(mixer_class(name))
+             if k not in attn_filled + ('embed_dims', 'num_heads') + tuple(keys)]
+    return keys
+
+
 class EVTStage(nn.Module):
     """Optional downsampling followed by ``depth`` blocks, channels-last.
 
@@ -56,18 +77,17 @@ class EVTStage(nn.Module):
 class EVT(BaseModule):
     """EVT: Vision Transformer with Euclidean spatial decay and 1D token grouping.
 
-    One class builds EVT-T/S/B/L, EVT-Swin-T/S/B and the RMT-T/S/B/L baseline (see
-    :data:`arch_zoo`). A stage is a conv stem (or Swin patch embed) / downsampling layer
-    followed by blocks ``x += CPE(x); x += mixer(LN(x)); x += FFN(LN(x))``.
+    One class builds every arch of :data:`arch_zoo` (EVT, EVT-Swin and the RMT baseline:
+    :data:`~.archs.ARCH_FAMILIES`). A stage is a conv stem (or Swin patch embed) /
+    downsampling layer followed by blocks ``x += CPE(x); x += mixer(LN(x)); x += FFN(LN(x))``.
 
     Args:
-        arch (str | dict): a name in :data:`arch_zoo` or an alias in
+        arch (str | dict): a name in :data:`~.archs.ARCH_NAMES` or an alias in
             :data:`~.archs.ARCH_ALIASES`, any case (e.g. ``'evt-t'``, ``'evt-tiny'``,
-            ``'t'``, ``'rmt-s'``, ``'evt-swin-b'``, ``'evt-test'``) or a dict with keys
-            ``embed_dims``, ``depths``, ``num_heads`` and optionally ``init_values``,
-            ``heads_ranges``, ``mlp_ratios``, ``mixers``, ``group_sizes``,
-            ``layer_scales``, ``decay``, ``use_rope``, ``drop_path_rate``, ``stem``,
-            ``cpe``, ``lepe``, ``ffn_dwconv``. Per-stage keys (plural names) take a list
+            ``'t'``) or a dict with keys ``embed_dims``, ``depths``, ``num_heads`` and
+            optionally ``init_values``, ``heads_ranges``, ``mlp_ratios``, ``mixers``,
+            ``group_sizes``, ``layer_scales``, ``decay``, ``use_rope``, ``drop_path_rate``,
+            ``stem``, ``cpe``, ``lepe``, ``ffn_dwconv``. Per-stage keys (plural names) take a list
             with one value per stage or one value for all. Defaults to ``'evt-t'``.
         in_channels (int): input image channels. Defaults to 3.
         out_indices (Sequence[int]): stages whose outputs are returned (negative indices
@@ -84,23 +104,22 @@ class EVT(BaseModule):
         out_norm_cfg (dict, optional): norm applied to each returned map (channels-last);
             None returns raw stage outputs (the authors' RMT classifier has none).
             Defaults to ``dict(type='LN', eps=1e-6)``.
-        decay (str, optional): ``'euclidean'``, ``'manhattan'`` or ``'none'`` for every
+        decay (str, optional): a name in :data:`~mmevt.ops.decay.DECAY_KINDS`, for every
             stage. Defaults to None (the arch's).
         mixers (str | Sequence[str | dict], optional): per-stage token mixer, a name in
-            :data:`~mmevt.models.layers.MIXERS`: ``'full'``, ``'group'``, ``'dilate'``,
-            ``'group_dilate'`` (alternating g, d, ...), the 2D ``'window'``, ``'grid'`` and
-            ``'window_grid'`` (alternating; for ablations), ``'decomposed'``,
-            ``'external'`` or ``'routing'``; the last two also as dicts with their
-            arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``. Defaults to None
-            (the arch's).
+            :data:`~mmevt.models.layers.MIXERS` (every layout of
+            :data:`mmevt.ops.grouping.LAYOUTS`, cycles of layouts such as
+            ``'group_dilate'``, and other token-mixer modules); a module also as a dict
+            with its arguments, e.g. ``dict(type='routing', n_win=7, topk=4)``. Defaults
+            to None (the arch's).
         group_sizes (int | Sequence[int], optional): tokens per group, per stage (a square
             ``s * s`` for the 2D mixers). Defaults to None (the arch's).
         use_rope (bool, optional): RMT's rotary shift on q, k. Defaults to None (the
             arch's: on for RMT, off for EVT).
         layer_scales (float | Sequence[float], optional): layer-scale init per stage, 0 for
             none. Defaults to None (the arch's).
-        attn_impl (str): attention path: ``'auto'``, ``'reference'``, ``'sdpa'`` or
-            ``'flex'``. Defaults to ``'auto'``.
+        attn_impl (str): attention path, a name in
+            :data:`~mmevt.ops.attention.ATTN_IMPLS`. Defaults to ``'auto'``.
         layer_cfgs (dict | Sequence[dict], optional): options passed through to every
             block (:class:`~mmevt.models.layers.EVTBlock`) and its token mixer, one dict for
             all stages or one per stage, e.g. ``dict(attn_drop_rate=0.1)`` (attention
@@ -202,10 +221,7 @@ class EVT(BaseModule):
         out = []
         for i, cfg in enumerate(layer_cfgs):
             name = mixer_type(arch['mixers'][i])
-            attn_filled = () if takes_arguments(name) else _ATTN_FILLED
-            allowed = [k for k in keyword_arguments(EVTBlock) if k not in _BLOCK_FILLED]
-            allowed += [k for k in keyword_arguments(mixer_class(name))
-                        if k not in attn_filled + ('embed_dims', 'num_heads') + tuple(allowed)]
+            allowed = layer_cfg_keys(name)
             bad = sorted(set(cfg) - set(allowed))
             if bad:
                 raise ValueError(f'layer_cfgs[{i}] has keys {bad} that no module of stage {i} '

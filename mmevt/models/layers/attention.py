@@ -1,31 +1,32 @@
 """Spatial-decay self-attention token mixers: EuSA (EVT) and MaSA (RMT), and the log of
 the attention paths a model runs."""
 import logging
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Tuple
 
 import torch
 from einops import rearrange
 from torch import Tensor, nn
 
 from ...ops import (ATTN_IMPLS, ATTN_PATHS, DECAY_KINDS, LAYOUTS, GridCache, apply_rotary,
-                    decay_log_rates, decomposed_decay_attention, resolve_impl, rotary_sin_cos,
-                    spatial_decay_attention, window_side)
+                    decay_log_rates, decomposed_decay_attention, decomposed_decay_probs,
+                    resolve_impl, rotary_sin_cos, spatial_decay_attention, spatial_decay_probs,
+                    window_side)
 from ...ops.checks import check_choice, check_heads, check_positive_int, renamed_argument
 from .conv import DWConv2d
 
 # the grouped layouts of the ops, plus RMT's row-then-column decomposition
 ATTN_MODES = (*LAYOUTS, 'decomposed')
 _LOG = logging.getLogger('mmevt')  # the ops' logger: dynamo reorders its calls
+_SPLIT_HEADS = 'b h w (n d) -> b (h w) n d'  # heads out of the channels, tokens row-major
 
 
 class SpatialDecayAttention(nn.Module):
     """Multi-head self-attention with an explicit spatial decay prior.
 
     ``decay='euclidean'`` is EVT's EuSA, ``'manhattan'`` RMT's MaSA, ``'none'`` plain
-    attention. ``mode`` chooses which tokens meet: ``full`` (all tokens of the stage),
-    ``group`` (EuSA-g, consecutive 1D groups), ``dilate`` (EuSA-d, token t in group
-    ``t mod G``), ``window`` / ``grid`` (2D ``s x s`` windows / strided 2D windows, for
-    ablations against the 1D groups) or ``decomposed`` (RMT's row-then-column attention).
+    attention. ``mode`` chooses which tokens meet: a name in :data:`ATTN_MODES`, i.e. a
+    layout of :data:`mmevt.ops.grouping.LAYOUTS` (described there) or ``'decomposed'``
+    (RMT's row-then-column attention).
 
     Separate q/k/v linears, LePE (5x5 depth-wise conv on v added to the output), output
     linear, and optionally RMT's rotary shift on q and k. The decay rates are a
@@ -34,17 +35,17 @@ class SpatialDecayAttention(nn.Module):
     Args:
         embed_dims (int): channels C.
         num_heads (int): heads; must divide C.
-        mode (str): see above. Defaults to ``'full'``.
-        decay (str): ``'euclidean'``, ``'manhattan'`` or ``'none'``. Defaults to
+        mode (str): a name in :data:`ATTN_MODES`. Defaults to ``'full'``.
+        decay (str): a name in :data:`~mmevt.ops.decay.DECAY_KINDS`. Defaults to
             ``'euclidean'``.
-        group_size (int): tokens per group for ``group``/``dilate``/``window``/``grid``
-            (a square, ``s * s``, for the 2D modes). Defaults to 49.
+        group_size (int): tokens per group of the grouped layouts (a square, ``s * s``, for
+            the 2D ones); ``full`` and ``decomposed`` ignore it. Defaults to 49.
         init_value (float): decay ``init_value``. Defaults to 2.
         heads_range (float): decay ``heads_range``. Defaults to 4.
         use_rope (bool): apply RMT's rotary shift to q, k. Defaults to False.
         lepe (bool): add LePE. Defaults to True.
-        attn_impl (str): ``'auto'``, ``'reference'``, ``'sdpa'`` or ``'flex'``.
-            Defaults to ``'auto'``.
+        attn_impl (str): a name in :data:`~mmevt.ops.attention.ATTN_IMPLS`. Defaults to
+            ``'auto'``.
         cache (GridCache, optional): per-grid cache shared by the blocks of a stage.
             Defaults to None (a private cache).
         attn_drop_rate (float): dropout on the attention weights, in training only (as
@@ -117,17 +118,53 @@ class SpatialDecayAttention(nn.Module):
         return resolve_impl(self.attn_impl, device, self.head_dims, needs_grad=needs_grad,
                             dropout=self.dropout_p > 0)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def queries_keys(self, x: Tensor) -> Tuple[Tensor, Tensor]:
+        """The queries and keys the attention compares (projected, rotary-shifted): the one
+        place of the q / k steps, shared by :meth:`forward` and :meth:`attention_probs`.
+
+        Args:
+            x (Tensor): shape ``(B, H, W, C)``.
+
+        Returns:
+            tuple[Tensor, Tensor]: q, k of shape ``(B, H * W, heads, D)``, tokens row-major.
+        """
         h, w = x.shape[1:3]
-        split = 'b h w (n d) -> b (h w) n d'  # heads out of the channels, tokens row-major
-        q = rearrange(self.q(x), split, n=self.num_heads)
-        k = rearrange(self.k(x), split, n=self.num_heads)
-        v = self.v(x)
-        lepe = self.lepe(v) if self.lepe is not None else None
-        v = rearrange(v, split, n=self.num_heads)
+        q = rearrange(self.q(x), _SPLIT_HEADS, n=self.num_heads)
+        k = rearrange(self.k(x), _SPLIT_HEADS, n=self.num_heads)
         if self.use_rope:
             sin, cos = rotary_sin_cos((h, w), self.head_dims, x.device)
             q, k = apply_rotary(q, sin, cos), apply_rotary(k, sin, cos)
+        return q, k
+
+    def attention_probs(self, x: Tensor) -> Tensor:
+        """The attention probabilities this module applies to its values, as dense
+        ``N x N`` matrices (for pictures and rollout; the forward never builds them).
+
+        The reference path's own probabilities: per group, scattered to the token pairs
+        (zero between tokens that share no group), or for ``decomposed`` the row and column
+        passes composed. Attention dropout is not applied.
+
+        Args:
+            x (Tensor): shape ``(B, H, W, C)``.
+
+        Returns:
+            Tensor: shape ``(B, heads, N, N)`` with ``N = H * W`` row-major, each row sums
+            to 1.
+        """
+        h, w = x.shape[1:3]
+        q, k = self.queries_keys(x)
+        if self.mode == 'decomposed':
+            q, k = (rearrange(t, 'b (h w) n d -> b h w n d', h=h) for t in (q, k))
+            return decomposed_decay_probs(q, k, self.log_gamma, self.scale)
+        return spatial_decay_probs(q, k, (h, w), self.log_gamma, self.decay, self.mode,
+                                   self.group_size, self.scale, self.cache)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h, w = x.shape[1:3]
+        q, k = self.queries_keys(x)
+        v = self.v(x)
+        lepe = self.lepe(v) if self.lepe is not None else None
+        v = rearrange(v, _SPLIT_HEADS, n=self.num_heads)
         if self.mode == 'decomposed':
             q, k, v = (rearrange(t, 'b (h w) n d -> b h w n d', h=h) for t in (q, k, v))
             out = decomposed_decay_attention(q, k, v, self.log_gamma, self.scale,
