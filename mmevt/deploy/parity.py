@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..utils.lists import as_list
 from .onnx_export import TensorMode
 from .rewriters import mmdeploy_compat
 
@@ -27,11 +28,6 @@ from .rewriters import mmdeploy_compat
 # to the input's longer side; scores, mask probabilities (28 x 28 per detection) and class
 # scores absolute; class maps as the fraction of pixels whose class differs.
 TOLERANCES = dict(box=1e-4, score=1e-4, mask=1e-4, class_map=1e-3, probability=1e-4)
-
-
-def as_list(outs: Any) -> List[Any]:
-    """A model's outputs as a list: a tuple or list as is, anything else as one item."""
-    return list(outs) if isinstance(outs, (tuple, list)) else [outs]
 
 
 def verify_onnx(onnx_file: str, model: nn.Module, kind: str, shape: Sequence[int],

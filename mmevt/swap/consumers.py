@@ -8,8 +8,8 @@ built backbone measured, else the swap stops with an error naming the module.
 """
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..utils.lists import as_list
 from .probe import BackboneOutputs
-from .values import as_list
 
 # Model keys holding a head that reads the backbone when there is no neck.
 HEAD_KEYS = ('decode_head', 'auxiliary_head', 'head', 'panoptic_head', 'bbox_head',

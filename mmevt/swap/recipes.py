@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ..models.backbones.archs import ARCH_NAMES, canonical_name, resolve_arch
 from ..toolkits import load_config
+from ..utils.lists import as_list
 from .consumers import HEAD_KEYS
-from .values import as_list, to_plain
+from .values import to_plain
 
 if TYPE_CHECKING:  # the plan imports this module to fill its recipe in
     from .plan import SwapPlan

@@ -1,5 +1,6 @@
-"""Config values as the swap reads them: plain containers, and one-or-many as a list."""
-from typing import Any, List
+"""Config values as the swap reads them: plain containers (one-or-many as a list is
+:func:`mmevt.utils.lists.as_list`)."""
+from typing import Any
 
 
 def to_plain(value: Any) -> Any:
@@ -18,16 +19,3 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return tuple(to_plain(v) for v in value)
     return value
-
-
-def as_list(value: Any) -> List[Any]:
-    """A config key that takes one item or several (a head or a list of heads, an
-    ``in_index`` or a list of them) as a list of its items.
-
-    Args:
-        value (Any): a list / tuple, or one item.
-
-    Returns:
-        list: the items, or ``[value]``.
-    """
-    return list(value) if isinstance(value, (list, tuple)) else [value]
