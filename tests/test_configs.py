@@ -6,6 +6,7 @@ import os.path as osp
 import pytest
 
 from helpers import CONFIGS, load_config
+from mmevt.toolkits import TOOLKITS
 
 # configs/*/_base_/ hold shared recipe pieces (e.g. the 3x ms-crop pipeline), not models;
 # configs/deploy/ holds mmdeploy configs, not models (tests/test_deploy.py checks them)
@@ -33,7 +34,7 @@ def _registry(scope):
 def test_config_builds_and_channels_match(path):
     cfg = load_config(path)
     assert cfg.custom_imports == dict(imports=['mmevt'], allow_failed_imports=False)
-    assert cfg.default_scope in ('mmdet', 'mmseg', 'mmpretrain')
+    assert cfg.default_scope in TOOLKITS
     # nothing may point at the network (no downloads here)
     assert '://' not in repr(cfg.to_dict())
     import torch

@@ -36,7 +36,10 @@ def test_pip_check_is_clean_but_for_mmdeploys_own_pins():
     # conflicts with onnx / onnxruntime, grpcio and multiprocess are for backends not used;
     # on the fork its `mmengine` is provided by onedl-mmengine under another name
     pins = 'protobuf|grpcio|multiprocess' + ('|mmengine' if current_stack() == 'fork' else '')
-    allowed = re.compile(rf'mmdeploy 1\.3\.1 (has requirement|requires) ({pins})\b')
+    # on upstream, mmpose 1.3.2 (--no-deps, requirements/pose-upstream.txt) asks for chumpy,
+    # which does not build and which it never imports; xtcocotools lists its build-only Cython
+    allowed = re.compile(rf'mmdeploy 1\.3\.1 (has requirement|requires) ({pins})\b'
+                         r'|mmpose 1\.3\.2 requires chumpy\b|xtcocotools 1\.14\.3 requires cython\b')
     problems = [line for line in proc.stdout.splitlines()
                 if line.strip() and 'No broken requirements' not in line
                 and not allowed.match(line)]

@@ -37,7 +37,7 @@ mmengine_spec=${prefix}mmengine==$(pin "${prefix}mmengine" "$req/$stack.txt")
 py=$venv/bin/python
 
 # Everything that decides the environment's contents; a change re-runs the installs.
-want=$(cat "$req"/{torch,runtime,tests,no-deps,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0"; echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
+want=$(cat "$req"/{torch,runtime,tests,no-deps,pose-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0"; echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
 want_hash=$(printf '%s' "$want" | sha256sum | cut -c1-16)
 stamp=$venv/.mmevt-env
 
@@ -129,6 +129,19 @@ fi
 log "installing the $stack toolkits, test tools and mmevt"
 pipi -q -c "$constraints" -r "$req/$stack.txt" -r "$req/runtime.txt" -r "$req/tests.txt"
 pipi -q -c "$constraints" --no-deps -r "$req/no-deps.txt"  # why: see that file
+if [[ $stack == upstream ]]; then  # mmpose: why upstream only and why so, see that file
+  log "installing mmpose (xtcocotools built from source against this venv's numpy)"
+  pose_req=$req/pose-upstream.txt
+  pipi -q -c "$constraints" json_tricks munkres
+  tools_dir=$venv/.mmevt-build-tools
+  rm -rf "$tools_dir"
+  pipi -q --no-warn-conflicts --target "$tools_dir" cython
+  env "PYTHONPATH=$tools_dir" "PATH=$tools_dir/bin:$PATH" "$py" -m pip wheel -q --no-deps \
+    --no-build-isolation --no-binary xtcocotools -w "$tools_dir/wheels" \
+    "xtcocotools==$(pin xtcocotools "$pose_req")"
+  pipi -q --no-deps "$tools_dir"/wheels/xtcocotools-*.whl "mmpose==$(pin mmpose "$pose_req")"
+  rm -rf "$tools_dir"
+fi
 pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"
 # wheels the tests install into temporary directories, never into this venv: an upstream
 # mmengine (pip must leave the installed stack alone, even on the fork) and a setuptools

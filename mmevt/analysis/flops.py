@@ -18,12 +18,12 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
+from ..toolkits import TOOLKIT_TABLE, toolkit_facts
 from .complexity import count_params
 
 PARTS = ('backbone', 'neck')  # reported on their own; everything else is "heads"
-# The sizes the papers quote FLOPs at: COCO 1280 x 800 (Swin, RMT, EVT), ADE20K UperNet /
-# Semantic FPN 2048 x 512 (Swin, RMT), ImageNet 224.
-DEFAULT_SHAPES = {'mmdet': (800, 1280), 'mmseg': (512, 2048), 'mmpretrain': (224, 224)}
+# The sizes the papers quote FLOPs at, per toolkit (:data:`mmevt.toolkits.TOOLKIT_TABLE`).
+DEFAULT_SHAPES = {name: facts.flops_shape for name, facts in TOOLKIT_TABLE.items()}
 
 
 @contextmanager
@@ -130,7 +130,7 @@ def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 
         ``proposals`` (RoIs of a two-stage detector's first RoI head, else None).
     """
     model, scope = build_from_config(cfg, device)
-    hw = padded_shape(cfg, shape or DEFAULT_SHAPES[scope])
+    hw = padded_shape(cfg, shape or toolkit_facts(scope).flops_shape)
     gen = torch.Generator().manual_seed(0)
     x = torch.randn((1, 3) + hw, generator=gen).to(device)
     if features_only:

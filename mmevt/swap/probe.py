@@ -9,15 +9,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
-from ..toolkits import build_model
+from ..toolkits import TOOLKIT_TABLE, build_model, toolkit_facts
 from .values import to_plain
 
 EVT_STRIDES = (4, 8, 16, 32)
-# Side of the square input the original backbone is probed with (a multiple of 32, so that
-# every stride up to 32 divides it and the output sizes give the strides exactly); ImageNet's
-# 224 for classifiers, whose backbones may not pad (mmpretrain's Swin needs its 7 x 7
-# windows at stride 32).
-PROBE_SIZE = dict(mmdet=128, mmseg=128, mmpretrain=224)
+# Side of the square input the original backbone is probed with, per toolkit (why these:
+# :data:`mmevt.toolkits.TOOLKIT_TABLE`).
+PROBE_SIZE = {name: facts.probe_size for name, facts in TOOLKIT_TABLE.items()}
 
 
 @dataclass
@@ -92,7 +90,7 @@ def measure_backbone(backbone_cfg: dict, toolkit: str, size: Optional[int] = Non
             output is neither a ``(B, C, H, W)`` map nor ``(B, C)`` pooled features.
     """
     import torch
-    size = size or PROBE_SIZE[toolkit]
+    size = size or toolkit_facts(toolkit).probe_size
     name = _swappable_type(backbone_cfg)
     if backbone is None:
         cfg = to_plain(backbone_cfg)
