@@ -14,24 +14,15 @@ either with a one-line message and exit status 1.
 """
 import argparse
 import os.path as osp
-import sys
 import time
-from typing import Callable, List, Optional
+from typing import List, Optional
 
+from ..utils.user_errors import exit_on_user_error
 from .mmdeploy_export import default_image, export_mmdeploy, load_configs
 from .onnx_export import default_name, export_onnx, load_model
 from .parity import Reference, read_images, verify_mmdeploy, verify_onnx
 from .shapes import ONNX_DYNAMIC_HW_ERROR, check_shape
 from .timing import time_predict, time_tensor_mode
-
-
-def _exit_on_user_error(main: Callable[[Optional[List[str]]], object], prog: str,
-                        argv: Optional[List[str]]) -> None:
-    """Run ``main(argv)``; a user error ends with ``<prog>: error: <message>``, status 1."""
-    try:
-        main(argv)
-    except (ValueError, FileExistsError, FileNotFoundError) as err:
-        sys.exit(f'{prog}: error: {err}')
 
 
 # ------------------------------------------------------------------ mmevt-onnx
@@ -98,7 +89,7 @@ def onnx_main(argv: Optional[List[str]] = None) -> List[str]:
 def onnx_cli(argv: Optional[List[str]] = None) -> None:
     """``mmevt-onnx`` (``tools/deployment/pytorch2onnx.py``): :func:`onnx_main` with user
     errors as a one-line message and exit status 1."""
-    _exit_on_user_error(onnx_main, 'pytorch2onnx', argv)
+    exit_on_user_error(onnx_main, 'pytorch2onnx', argv)
 
 
 # ------------------------------------------------------------------ mmevt-deploy
@@ -166,4 +157,4 @@ def deploy_main(argv: Optional[List[str]] = None) -> str:
 def deploy_cli(argv: Optional[List[str]] = None) -> None:
     """``mmevt-deploy`` (``tools/deployment/deploy.py``): :func:`deploy_main` with user
     errors as a one-line message and exit status 1."""
-    _exit_on_user_error(deploy_main, 'deploy', argv)
+    exit_on_user_error(deploy_main, 'deploy', argv)

@@ -4,6 +4,8 @@ import sys
 from typing import List, Optional
 
 from ..analysis import MEGA
+from ..toolkits import TOOLKITS
+from ..utils.user_errors import exit_on_user_error
 from .plan import swap_config
 from .smoke import flops_or_none, smoke_test_config
 
@@ -13,8 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='mmevt-swap', description='Write a config that inherits SRC with EVT as its '
         'backbone (the consumers of the backbone remapped, our recipe), optionally check it.')
-    parser.add_argument('src', help="config file, or a 'mmdet::' / 'mmseg::' / "
-                        "'mmpretrain::' path")
+    parser.add_argument('src', help='config file, or a ' + ' / '.join(
+        f"'{name}::'" for name in TOOLKITS) + ' path')
     parser.add_argument('--arch', required=True,
                         help='EVT arch, e.g. evt-t, evt-s, evt-swin-t')
     parser.add_argument('--out', required=True, help='the config to write (DST, .py)')
@@ -58,7 +60,4 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 def cli(argv: Optional[List[str]] = None) -> None:
     """:func:`main` with user errors as a one-line message and exit status 1."""
-    try:
-        main(argv)
-    except (ValueError, FileExistsError, FileNotFoundError) as err:
-        sys.exit(f'mmevt-swap: error: {err}')
+    exit_on_user_error(main, 'mmevt-swap', argv)

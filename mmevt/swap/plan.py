@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..analysis import count_params
 from ..models.backbones.archs import resolve_arch
-from ..toolkits import config_toolkit, load_config
+from ..toolkits import TOOLKITS, config_toolkit, load_config
 from .consumers import CHANNEL_KEYS, ModelPath, dotted_path, find_consumers, remap_channels
 from .probe import EVT_STRIDES, BackboneOutputs, build_source_model, map_outputs, \
     measure_backbone
@@ -76,8 +76,9 @@ def load_src(src: str):
         except Exception as err:
             raise ValueError(f'SRC {src!r}: {err}') from err
     if not osp.isfile(path):
+        prefixes = ' / '.join(f"'{name}::'" for name in TOOLKITS)
         raise FileNotFoundError(f'SRC config {src!r} does not exist (give a file or a '
-                                "'mmdet::' / 'mmseg::' / 'mmpretrain::' path)")
+                                f'{prefixes} path)')
     return load_config(path)
 
 
