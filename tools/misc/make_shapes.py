@@ -5,6 +5,8 @@
     python tools/misc/make_shapes.py data/shapes --num-train 400 --num-val 50 --size 128 128
     # classification: ImageNet layout (class folders + meta/{train,val}.txt)
     python tools/misc/make_shapes.py data/shape_cls --classification --num-train 100
+    # pose: COCO person keypoints, one stick figure per image (the pose demo's data)
+    python tools/misc/make_shapes.py data/demo_pose --keypoints --num-train 64
 
 Deterministic for a given --seed; an existing dataset made with other settings is never
 overwritten unless --overwrite is given.
@@ -24,11 +26,18 @@ def main(argv=None) -> None:
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--classification', action='store_true',
                         help='one shape per image, ImageNet layout, 6 classes')
+    parser.add_argument('--keypoints', action='store_true',
+                        help='COCO person keypoints: one figure per image, 17 keypoints')
     parser.add_argument('--overwrite', action='store_true')
     args = parser.parse_args(argv)
-    from mmevt.datasets import generate_shape_classes, generate_shapes
+    if args.classification and args.keypoints:
+        parser.error('--classification and --keypoints exclude each other')
+    from mmevt.datasets import generate_keypoints, generate_shape_classes, generate_shapes
     try:
-        if args.classification:
+        if args.keypoints:
+            out = generate_keypoints(args.out, args.num_train, args.num_val, tuple(args.size),
+                                     args.seed, args.overwrite)
+        elif args.classification:
             out = generate_shape_classes(args.out, args.num_train, args.num_val,
                                          tuple(args.size), args.seed)
         else:
