@@ -4,6 +4,7 @@ The zoo test runs every entry of ``tests/fixtures/swap_zoo.yml`` in-process: swa
 ``evt-test``, then :func:`mmevt.swap.smoke_test_config` (one training step with a finite loss
 and non-zero backbone gradients, one prediction) on a generated batch.
 """
+import importlib.util
 import os.path as osp
 import re
 
@@ -11,8 +12,9 @@ import pytest
 import yaml
 from helpers import REPO, load_config, run_tool, toolkit_tool_env, write_config
 
-from mmevt.swap import (BackboneOutputs, check_config, family_config, map_outputs,
-                        remap_channels, smoke_test_config, swap_config)
+from mmevt.swap import (BackboneOutputs, check_config, concatenated_outputs, family_config,
+                        map_outputs, remap_channels, remap_featuremap_size, smoke_test_config,
+                        swap_config)
 
 with open(osp.join(REPO, 'tests', 'fixtures', 'swap_zoo.yml')) as f:
     ZOO = yaml.safe_load(f)['configs']
@@ -33,6 +35,9 @@ def _swap(src, tmp_path, arch='evt-test', **kwargs):
 @pytest.mark.e2e
 @pytest.mark.parametrize('entry', ZOO, ids=[e['src'].split('/')[-1][:-3] for e in ZOO])
 def test_zoo_config_swaps_trains_and_predicts(entry, tmp_path):
+    toolkit = entry['src'].split('::')[0]
+    if importlib.util.find_spec(toolkit) is None:  # mmpose: on the upstream stack only
+        pytest.skip(f'{toolkit} is not installed on this stack')
     if entry.get('unsupported'):
         with pytest.raises(ValueError, match=entry['error']):
             _swap(entry['src'], tmp_path)
@@ -76,6 +81,54 @@ def test_remap_reads_in_index_and_refuses_channels_the_backbone_does_not_have():
                        outs, stages, TINY)
     with pytest.raises(ValueError, match='no in_channels'):
         remap_channels(dict(type='Odd', channels=3), 'model.neck', outs, stages, TINY)
+
+
+def test_a_concatenating_neck_gives_the_head_the_sum_of_the_channels():
+    outs = BackboneOutputs('HRNet', [32, 64, 128, 256], [4, 8, 16, 32])
+    stages = [0, 1, 2, 3]
+    neck = dict(type='FeatureMapProcessor', concat=True)
+    assert concatenated_outputs(neck, 4) == [0, 1, 2, 3]
+    assert concatenated_outputs(dict(neck, select_index=(0, -1)), 4) == [0, 3]
+    assert concatenated_outputs(dict(type='FeatureMapProcessor', select_index=1), 4) is None
+    head = dict(type='CIDHead', in_channels=480)
+    assert remap_channels(head, 'model.head', outs, stages, TINY, concat=[0, 1, 2, 3]) == \
+        dict(in_channels=16 + 32 + 64 + 128)
+    with pytest.raises(ValueError, match='not the sum of the concatenated backbone outputs'):
+        remap_channels(dict(head, in_channels=256), 'model.head', outs, stages, TINY,
+                       concat=[0, 1, 2, 3])
+
+
+def test_a_flattening_pose_head_gets_evts_map_size():
+    simcc = dict(type='SimCCHead', in_channels=2048, input_size=(192, 256),
+                 in_featuremap_size=(6, 8))
+    resnet = BackboneOutputs('ResNet', [2048], [32])
+    assert remap_featuremap_size(simcc, 'model.head', resnet, [3]) == {}  # same stride
+    vit = BackboneOutputs('VisionTransformer', [768], [16])
+    assert remap_featuremap_size(dict(simcc, in_featuremap_size=(12, 16)), 'model.head', vit,
+                                 [2]) == {}
+    # EVT rounds up: 200 x 150 crops give a 7 x 5 map at stride 32 (a floor would say 6 x 4)
+    odd = dict(simcc, input_size=(150, 200), in_featuremap_size=(4, 6))
+    assert remap_featuremap_size(odd, 'model.head', resnet, [3]) == \
+        dict(in_featuremap_size=(5, 7))
+    with pytest.raises(ValueError, match='no input_size'):
+        remap_featuremap_size(dict(type='X', in_featuremap_size=(6, 8)), 'model.head',
+                              resnet, [3])
+
+
+def test_a_top_down_pose_config_gets_our_pose_recipe(tmp_path):
+    if importlib.util.find_spec('mmpose') is None:
+        pytest.skip('mmpose is not installed on this stack')
+    src = 'mmpose::body_2d_keypoint/topdown_heatmap/coco/td-hm_res50_8xb64-210e_coco-256x192.py'
+    dst, plan, text = _swap(src, tmp_path, arch='evt-s')
+    ours = load_config(osp.join(REPO, 'configs/pose/topdown_heatmap/'
+                                'td-hm_evt-s_8xb32-210e_coco-256x192.py'))
+    cfg = load_config(dst)
+    assert plan.stages == [3] and cfg.model.head.in_channels == 512
+    assert cfg.optim_wrapper.optimizer == ours.optim_wrapper.optimizer  # Adam 5e-4
+    assert cfg.model.backbone.drop_path_rate == ours.model.backbone.drop_path_rate == 0.15
+    assert cfg.auto_scale_lr.base_batch_size == 256
+    assert 'param_scheduler' not in text  # SRC's schedule kept
+    assert 'Adam and lr of our td-hm_evt-s_8xb32-210e_coco-256x192.py' in text
 
 
 def test_only_the_neck_is_remapped_not_the_heads_that_read_it(tmp_path):

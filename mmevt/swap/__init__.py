@@ -3,7 +3,8 @@
     python tools/misc/swap_backbone.py SRC --arch ARCH --out DST [--pretrained PATH]
         [--recipe evt|keep] [--check] [--overwrite]
 
-``SRC`` is a config file or a toolkit path (``mmdet::``, ``mmseg::``, ``mmpretrain::``).
+``SRC`` is a config file or a toolkit path (``mmdet::``, ``mmseg::``, ``mmpretrain::``,
+``mmpose::``, any toolkit of :data:`mmevt.toolkits.TOOLKITS`).
 ``DST`` inherits it (``_base_``) and overrides only what changes, with a comment per
 override: ``custom_imports``, the backbone (``_delete_=True``), the input channels of the
 modules that read the backbone, and with ``--recipe evt`` the optimizer.
@@ -16,16 +17,20 @@ stride 8 in their last stages) goes to the next EVT stage, since EVT has no dila
 decode heads resize their inputs, so they accept the coarser maps). The consumers are the
 neck (the modules the toolkit feeds the backbone's outputs to), else the heads, including
 nested ones (KNet's ``kernel_generate_head``), and a neck that only pools (mmpretrain's
-``GlobalAveragePooling``) passes its input on to the head. Only their input-channel keys
-change (``in_channels``, read through ``in_index`` where the head has one, and
-``c1_in_channels``), and each old value must equal what the built backbone measured, else the
-swap stops with an error naming the module.
+``GlobalAveragePooling``) passes its input on to the head, one that concatenates the maps
+(mmpose's ``FeatureMapProcessor(concat=True)``) the sum of their channels. Only their
+input-channel keys change (``in_channels``, read through ``in_index`` where the head has one,
+and ``c1_in_channels``; and mmpose's ``in_featuremap_size`` where EVT's map size differs),
+and each old value must equal what the built backbone measured, else the swap stops with an
+error naming the module. A model reading no stride-32 map (mmpose's top-down HRNet: one
+stride-4 map fusing all its scales) is refused: EVT's later stages would run for nothing.
 
 ``--recipe evt`` takes the optimizer (AdamW, lr, weight decay, no-decay rules), the backbone's
 drop path and norm (SyncBN) from our own config of the same family and arch
 (:data:`FAMILY_CONFIGS`), loaded with mmengine; query-based models (DETR family, Sparse R-CNN,
 MaskFormer / Mask2Former, KNet) keep their own AdamW recipe, since none of our families
-matches them (see :func:`recipe_family`). ``--check`` builds the written config, runs one
+matches them (see :func:`recipe_family`), nor do mmpose's bottom-up models (our pose
+family is top-down). ``--check`` builds the written config, runs one
 training step and one prediction on a generated batch and prints params / FLOPs before and
 after (:func:`smoke_test_config`); SRC's model is then built once, for the probe and the
 counts.
@@ -39,31 +44,37 @@ The package, one module per step:
   :func:`swap_config`;
 - :mod:`.config_source`: a general writer of Python config source; :mod:`.render` writes
   a plan with it;
-- :mod:`.smoke`: the smoke test (``--check``);
+- :mod:`.smoke`: the smoke test (``--check``); :mod:`.pose_batch` makes its batches for
+  mmpose configs through their own pipelines;
 - :mod:`.cli`: the ``mmevt-swap`` command;
 - :mod:`.values`: config values as plain containers / lists, shared by the steps.
 """
 from .cli import build_parser, cli, main
 from .config_source import comment_lines, deep_update, format_value, nest_override
-from .consumers import CHANNEL_KEYS, HEAD_KEYS, dotted_path, find_consumers, remap_channels
+from .consumers import CHANNEL_KEYS, CONCAT_NECKS, HEAD_KEYS, concatenated_outputs, \
+    dotted_path, find_consumers, remap_channels, remap_featuremap_size
 from .plan import IMAGENET_MEAN, IMAGENET_STD, Override, SwapPlan, load_src, plan_swap, \
     swap_config
 from .probe import EVT_STRIDES, PROBE_SIZE, BackboneOutputs, build_source_model, \
     map_outputs, measure_backbone
-from .recipes import FAMILY_CONFIGS, QUERY_BASED_HEADS, QUERY_BASED_MODELS, \
-    SHARED_RECIPE_ARCH, apply_recipe, canonical_arch, family_config, recipe_family
+from .pose_batch import KEPT_STEPS, kept_steps, pose_batches
+from .recipes import BACKBONE_FAMILY, FAMILY_CONFIGS, QUERY_BASED_HEADS, QUERY_BASED_MODELS, \
+    SHARED_RECIPE_ARCH, TOPDOWN_POSE_MODELS, apply_recipe, canonical_arch, family_config, \
+    recipe_family
 from .render import render
 from .smoke import CheckResult, SmokeTestResult, check_config, check_size, flops_or_none, \
     make_batch, runner_model_cfg, smoke_test_config, smoke_test_size
 
 __all__ = [
-    'BackboneOutputs', 'CHANNEL_KEYS', 'CheckResult', 'EVT_STRIDES', 'FAMILY_CONFIGS',
-    'HEAD_KEYS', 'IMAGENET_MEAN', 'IMAGENET_STD', 'Override', 'PROBE_SIZE',
-    'QUERY_BASED_HEADS', 'QUERY_BASED_MODELS', 'SHARED_RECIPE_ARCH', 'SmokeTestResult',
-    'SwapPlan', 'apply_recipe', 'build_parser', 'build_source_model', 'canonical_arch',
-    'check_config', 'check_size', 'cli', 'comment_lines', 'deep_update', 'dotted_path',
-    'family_config', 'find_consumers', 'flops_or_none', 'format_value', 'load_src',
-    'main', 'make_batch', 'map_outputs', 'measure_backbone', 'nest_override', 'plan_swap',
-    'recipe_family', 'remap_channels', 'render', 'runner_model_cfg', 'smoke_test_config',
+    'BACKBONE_FAMILY', 'BackboneOutputs', 'CHANNEL_KEYS', 'CONCAT_NECKS', 'CheckResult',
+    'EVT_STRIDES', 'FAMILY_CONFIGS', 'HEAD_KEYS', 'IMAGENET_MEAN', 'IMAGENET_STD',
+    'KEPT_STEPS', 'Override', 'PROBE_SIZE', 'QUERY_BASED_HEADS', 'QUERY_BASED_MODELS',
+    'SHARED_RECIPE_ARCH', 'SmokeTestResult', 'SwapPlan', 'TOPDOWN_POSE_MODELS',
+    'apply_recipe', 'build_parser', 'build_source_model', 'canonical_arch', 'check_config',
+    'check_size', 'cli', 'comment_lines', 'concatenated_outputs', 'deep_update',
+    'dotted_path', 'family_config', 'find_consumers', 'flops_or_none', 'format_value',
+    'kept_steps', 'load_src', 'main', 'make_batch', 'map_outputs', 'measure_backbone',
+    'nest_override', 'plan_swap', 'pose_batches', 'recipe_family', 'remap_channels',
+    'remap_featuremap_size', 'render', 'runner_model_cfg', 'smoke_test_config',
     'smoke_test_size', 'swap_config'
 ]

@@ -51,10 +51,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     if not args.check:
         return
     result = smoke_test_config(args.out, stages=plan.stages)
-    before_flops = flops_or_none(original, result.size)
+    height, width = result.input_hw  # the smoke test's batch: its FLOPs were counted there
+    before_flops = flops_or_none(original, result.input_hw)
     print(f'params (whole model): {_millions(plan.source_params)} -> '
           f'{_millions(result.params)}')
-    print(f'backbone FLOPs at {result.size} x {result.size}: {_millions(before_flops)} -> '
+    print(f'backbone FLOPs at {height} x {width}: {_millions(before_flops)} -> '
           f'{_millions(result.backbone_flops)} (multiply-adds, mmengine)')
 
 

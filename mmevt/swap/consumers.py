@@ -2,20 +2,26 @@
 
 The consumers are the neck (the module the toolkit feeds the backbone's outputs to), else
 the heads, including nested ones (KNet's ``kernel_generate_head``); a neck that only pools
-(mmpretrain's ``GlobalAveragePooling``) passes its input on to the head. Only their
-input-channel keys (:data:`CHANNEL_KEYS`) change, and each old value must equal what the
-built backbone measured, else the swap stops with an error naming the module.
+(mmpretrain's ``GlobalAveragePooling``) passes its input on to the head, and one that
+concatenates the maps (mmpose's ``FeatureMapProcessor(concat=True)``) gives the head the sum
+of their channels. Only their input-channel keys (:data:`CHANNEL_KEYS`) change (and a map
+size a head flattens, mmpose's ``in_featuremap_size``), and each old value must equal what
+the built backbone measured, else the swap stops with an error naming the module.
 """
-from typing import Any, Dict, List, Sequence, Tuple
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..utils.lists import as_list
-from .probe import BackboneOutputs
+from .probe import EVT_STRIDES, BackboneOutputs
 
 # Model keys holding a head that reads the backbone when there is no neck.
 HEAD_KEYS = ('decode_head', 'auxiliary_head', 'head', 'panoptic_head', 'bbox_head',
              'rpn_head', 'mask_head')
 # The keys that name a module's inputs from the backbone.
 CHANNEL_KEYS = ('in_channels', 'c1_in_channels')
+# Necks without channel arguments that concatenate the maps they select (each resized to
+# the first one's size) into one: mmpose's bottom-up DEKR / CID.
+CONCAT_NECKS = ('FeatureMapProcessor', )
 
 ModelPath = Tuple[Any, ...]  # keys from ``model``; an int indexes a list of heads
 
@@ -25,15 +31,32 @@ def dotted_path(path: ModelPath) -> str:
     return 'model.' + '.'.join(str(p) for p in path)
 
 
+def concatenated_outputs(neck: Any, n: int) -> Optional[List[int]]:
+    """The backbone outputs a concatenating neck (:data:`CONCAT_NECKS` with
+    ``concat=True``) joins into one map, after its ``select_index``; None for other necks.
+
+    Args:
+        neck (dict | None): SRC's ``model.neck``.
+        n (int): the number of backbone outputs.
+    """
+    if not isinstance(neck, dict) or neck.get('type') not in CONCAT_NECKS \
+            or not neck.get('concat'):
+        return None
+    index = neck.get('select_index')
+    return list(range(n)) if index is None else [i % n for i in as_list(index)]
+
+
 def remap_channels(cfg: dict, where: str, outputs: BackboneOutputs, stages: List[int],
-                   dims: Sequence[int]) -> Dict[str, Any]:
+                   dims: Sequence[int], concat: Optional[Sequence[int]] = None
+                   ) -> Dict[str, Any]:
     """New input-channel values of one consumer config ``cfg`` (at ``where``).
 
     ``in_channels`` is read through ``in_index`` when the module has one (mmseg's decode
     heads), else as one entry per backbone output (a list) or the last output (an int:
-    mmdet's CTResNetNeck, mmpretrain's heads); ``c1_in_channels`` (mmseg's
-    DepthwiseSeparableASPPHead) reads the first output. Every old value must equal the
-    measured channels of the output it reads.
+    mmdet's CTResNetNeck, mmpretrain's and mmpose's heads), or as the sum of the outputs a
+    neck concatenates (``concat``); ``c1_in_channels`` (mmseg's DepthwiseSeparableASPPHead)
+    reads the first output. Every old value must equal the measured channels of the output
+    it reads.
 
     Args:
         cfg (dict): the consumer's config.
@@ -41,6 +64,8 @@ def remap_channels(cfg: dict, where: str, outputs: BackboneOutputs, stages: List
         outputs (BackboneOutputs): the original backbone's measured outputs.
         stages (list[int]): the EVT stage of each output (:func:`map_outputs`).
         dims (Sequence[int]): the EVT arch's channels of each stage.
+        concat (Sequence[int], optional): the outputs a neck concatenates before this
+            module (:func:`concatenated_outputs`). Defaults to None (no such neck).
 
     Returns:
         dict: the new values of the consumer's :data:`CHANNEL_KEYS`.
@@ -66,7 +91,14 @@ def remap_channels(cfg: dict, where: str, outputs: BackboneOutputs, stages: List
         vals = [dims[stages[i]] for i in index]
         return vals if isinstance(value, (list, tuple)) else vals[0]
 
-    if 'in_channels' in cfg:
+    if 'in_channels' in cfg and concat and isinstance(cfg['in_channels'], int):
+        total = sum(outputs.channels[i] for i in concat)
+        if cfg['in_channels'] != total:
+            raise ValueError(f"{where} ({kind}): in_channels={cfg['in_channels']} is not the "
+                             f'sum of the concatenated backbone outputs {list(concat)} '
+                             f'({outputs.describe()}: {total})')
+        new['in_channels'] = sum(dims[stages[i]] for i in concat)
+    elif 'in_channels' in cfg:
         value = cfg['in_channels']
         if 'in_index' in cfg:
             index = [i % n for i in as_list(cfg['in_index'])]
@@ -82,6 +114,37 @@ def remap_channels(cfg: dict, where: str, outputs: BackboneOutputs, stages: List
                          f'{" / ".join(CHANNEL_KEYS)} to remap; this consumer is not '
                          'supported')
     return new
+
+
+def remap_featuremap_size(cfg: dict, where: str, outputs: BackboneOutputs,
+                          stages: List[int]) -> Dict[str, Any]:
+    """A new ``in_featuremap_size`` for a head that flattens the map it reads (mmpose's
+    ``SimCCHead`` / ``RTMCCHead``: ``(W, H)`` of the last output), where EVT's map differs.
+
+    EVT rounds map sizes up (``ceil(input / stride)``), so the size follows from the head's
+    ``input_size`` and the stride of the EVT stage read; it is unchanged where that stride
+    is the original output's and ``input_size`` a multiple of it.
+
+    Args:
+        cfg (dict): the head's config.
+        where (str): its place, for errors (:func:`dotted_path`).
+        outputs (BackboneOutputs): the original backbone's measured outputs.
+        stages (list[int]): the EVT stage of each output (:func:`map_outputs`).
+
+    Returns:
+        dict: ``{'in_featuremap_size': (W, H)}`` where it changes, else empty.
+
+    Raises:
+        ValueError: the head has ``in_featuremap_size`` but no ``input_size`` to derive it.
+    """
+    if 'in_featuremap_size' not in cfg:
+        return {}
+    if 'input_size' not in cfg:
+        raise ValueError(f'{where} ({cfg.get("type", "?")}) has in_featuremap_size but no '
+                         "input_size: cannot derive EVT's map size")
+    stride = EVT_STRIDES[stages[-1]]
+    size = tuple(math.ceil(s / stride) for s in cfg['input_size'])
+    return {} if size == tuple(cfg['in_featuremap_size']) else {'in_featuremap_size': size}
 
 
 def _nested_consumers(cfg: dict, path: ModelPath) -> List[Tuple[ModelPath, dict]]:
@@ -124,8 +187,12 @@ def find_consumers(model_cfg: dict) -> Tuple[List[Tuple[ModelPath, dict]], List[
     if neck:
         if any(k in neck for k in CHANNEL_KEYS):
             return [(('neck', ), neck)], notes
-        notes.append(f"neck {neck.get('type')} has no channel arguments: it passes the "
-                     'backbone channels on to the head')
+        if neck.get('type') in CONCAT_NECKS and neck.get('concat'):
+            notes.append(f"neck {neck.get('type')} concatenates the backbone's maps: the "
+                         'head reads the sum of their channels')
+        else:
+            notes.append(f"neck {neck.get('type')} has no channel arguments: it passes the "
+                         'backbone channels on to the head')
     roi = model_cfg.get('roi_head')
     if not neck and isinstance(roi, dict) and roi.get('shared_head'):
         raise ValueError(f"model.roi_head.shared_head ({roi['shared_head'].get('type')}) "

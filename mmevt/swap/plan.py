@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..analysis import count_params
 from ..models.backbones.archs import resolve_arch
 from ..toolkits import TOOLKITS, config_toolkit, load_config
-from .consumers import CHANNEL_KEYS, ModelPath, dotted_path, find_consumers, remap_channels
+from .consumers import CHANNEL_KEYS, ModelPath, concatenated_outputs, dotted_path, \
+    find_consumers, remap_channels, remap_featuremap_size
 from .probe import EVT_STRIDES, BackboneOutputs, build_source_model, map_outputs, \
     measure_backbone
 from .recipes import apply_recipe, canonical_arch
@@ -99,6 +100,10 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
 
     Returns:
         tuple: the :class:`SwapPlan`, SRC's config and its built original backbone.
+
+    Raises:
+        ValueError: SRC cannot be swapped (the message says why: e.g. a model reading no
+            stride-32 map, a consumer whose channels do not match the backbone's outputs).
     """
     if recipe not in ('evt', 'keep'):
         raise ValueError(f"--recipe must be 'evt' or 'keep', got {recipe!r}")
@@ -124,11 +129,20 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
                      f'{outputs.describe()}'))
     plan = SwapPlan(src, arch, toolkit, outputs, stages, backbone, notes=notes,
                     source_params=None if source is None else count_params(source))
+    if stages[-1] != len(EVT_STRIDES) - 1:
+        raise ValueError(f'{src}: the model reads {outputs.type} outputs {outputs.describe()}, '
+                         f'EVT stages {stages} only: EVT\'s later stages would run for nothing '
+                         '(no gradient reaches them, which distributed training refuses), and '
+                         f'EVT has no counterpart of a backbone fusing its scales into that '
+                         'map (HRNet); swap a config whose model reads a stride-32 map')
     consumers, cnotes = find_consumers(model)
     plan.notes.extend(cnotes)
+    concat = concatenated_outputs(model.get('neck'), len(outputs.channels))
     for path, ccfg in consumers:
         where = dotted_path(path)
-        new = remap_channels(ccfg, where, outputs, stages, dims)
+        new = remap_channels(ccfg, where, outputs, stages, dims,
+                             concat=None if path == ('neck', ) else concat)
+        new.update(remap_featuremap_size(ccfg, where, outputs, stages))
         olds = {k: ccfg[k] for k in new}
         plan.overrides.append(Override(path, new, f'{ccfg.get("type")} reads the backbone: '
                                        f'{olds} -> {arch}\'s channels'))

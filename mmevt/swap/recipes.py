@@ -4,7 +4,7 @@ The recipe (AdamW, lr, weight decay, no-decay rules; the backbone's drop path an
 taken from our config of the same family and arch (:data:`FAMILY_CONFIGS`), loaded with
 mmengine; query-based models (DETR family, Sparse R-CNN, MaskFormer / Mask2Former, KNet)
 keep their own AdamW recipe, since none of our families matches them
-(:func:`recipe_family`).
+(:func:`recipe_family`); so do mmpose's bottom-up models (our pose family is top-down).
 """
 import glob
 import os.path as osp
@@ -27,6 +27,7 @@ FAMILY_CONFIGS = {
     'sem_fpn': 'seg/sem_fpn/fpn_{arch}_8xb2-80k_ade20k-512x512.py',
     'upernet': 'seg/upernet/upernet_{arch}_8xb2-160k_ade20k-512x512.py',
     'cls': 'cls/*/{arch}_*xb*_in1k.py',
+    'pose': 'pose/topdown_heatmap/td-hm_{arch}_8xb32-210e_coco-256x192.py',
 }
 # The arch whose config holds a family's shared recipe (the other sizes inherit it).
 SHARED_RECIPE_ARCH = 'evt-t'
@@ -35,6 +36,11 @@ SHARED_RECIPE_ARCH = 'evt-t'
 QUERY_BASED_MODELS = ('DETR', 'ConditionalDETR', 'DABDETR', 'DeformableDETR', 'DINO',
                       'DDQDETR', 'SparseRCNN', 'QueryInst', 'MaskFormer', 'Mask2Former')
 QUERY_BASED_HEADS = ('MaskFormerHead', 'Mask2FormerHead', 'IterativeDecodeHead')
+# mmpose: our pose family is top-down (a crop per person); bottom-up models (one map for all
+# people: DEKR, CID, associative embedding) keep their own recipe.
+TOPDOWN_POSE_MODELS = ('TopdownPoseEstimator', )
+# The family whose backbone settings (drop path, norm) a model keeping its own recipe gets.
+BACKBONE_FAMILY = dict(mmdet='mask_rcnn', mmseg='upernet', mmpose='pose')
 
 
 def canonical_arch(arch: str) -> str:
@@ -54,10 +60,13 @@ def recipe_family(model_cfg: dict, toolkit: str) -> Optional[str]:
 
     mmdet: a cascade RoI head -> ``cascade``, another RoI head -> ``mask_rcnn`` (two-stage
     detectors), no RoI head -> ``retinanet`` (dense one-stage heads); mmseg: an FPN neck ->
-    ``sem_fpn``, else ``upernet`` (heads on the backbone's maps); mmpretrain -> ``cls``.
+    ``sem_fpn``, else ``upernet`` (heads on the backbone's maps); mmpretrain -> ``cls``;
+    mmpose: a top-down model -> ``pose``, None for bottom-up ones.
     """
     if toolkit == 'mmpretrain':
         return 'cls'
+    if toolkit == 'mmpose':
+        return 'pose' if model_cfg.get('type') in TOPDOWN_POSE_MODELS else None
     heads = [h for k in HEAD_KEYS for h in as_list(model_cfg.get(k)) if isinstance(h, dict)]
     if (model_cfg.get('type') in QUERY_BASED_MODELS
             or any(h.get('type') in QUERY_BASED_HEADS for h in heads)):
@@ -117,11 +126,14 @@ def apply_recipe(plan: 'SwapPlan', src_cfg, recipe: str) -> None:
         return
     family = recipe_family(src_cfg.model, plan.toolkit)
     if family is None:
-        plan.recipe_note = (f'{src_cfg.model.get("type")} is query-based: none of our '
-                            'families matches, so its own AdamW recipe (lr tuned for its '
-                            'decoder, backbone lr x0.1) is kept')
-        path, _ = family_config('mask_rcnn' if plan.toolkit == 'mmdet' else 'upernet',
-                                plan.arch)
+        if plan.toolkit == 'mmpose':
+            plan.recipe_note = (f'{src_cfg.model.get("type")} is bottom-up: our pose family '
+                                'is top-down, so its own recipe is kept')
+        else:
+            plan.recipe_note = (f'{src_cfg.model.get("type")} is query-based: none of our '
+                                'families matches, so its own AdamW recipe (lr tuned for its '
+                                'decoder, backbone lr x0.1) is kept')
+        path, _ = family_config(BACKBONE_FAMILY.get(plan.toolkit, 'upernet'), plan.arch)
         ours = load_config(path)
         norm = ours.model.backbone.get('norm_cfg')
         if norm:
@@ -142,10 +154,14 @@ def apply_recipe(plan: 'SwapPlan', src_cfg, recipe: str) -> None:
     if ob.get('norm_cfg'):
         plan.backbone['norm_cfg'] = (to_plain(ob.norm_cfg), f'as our {src_name}')
     plan.recipe_note = f'the {family} family of ours ({src_name})'
+    optimizer = ours.optim_wrapper.optimizer
     plan.top_level.append(('optim_wrapper',
                            dict(_delete_=True, **_with_scope(to_plain(ours.optim_wrapper),
                                                              plan.toolkit)),
-                           f'AdamW, lr, weight decay and no-decay rules of our {src_name}'))
+                           f'AdamW, lr, weight decay and no-decay rules of our {src_name}'
+                           if optimizer.type == 'AdamW' else
+                           f'{optimizer.type} and lr of our {src_name} (mmpose\'s Swin-T '
+                           "recipe); SRC's schedule is kept"))
     if plan.toolkit in ('mmseg', 'mmpretrain'):
         sched = _with_scope(to_plain(ours.param_scheduler), plan.toolkit)
         why = f'the schedule of our {src_name}'

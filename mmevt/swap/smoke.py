@@ -11,7 +11,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from ..analysis import count_flops, count_params
 from ..toolkits import build_model, config_toolkit, load_config, toolkit_scope
@@ -179,13 +179,14 @@ def quiet_logger(level: int = logging.WARNING) -> Iterator[None]:
         logger.setLevel(before)
 
 
-def flops_or_none(module, size: int) -> Optional[int]:
+def flops_or_none(module, size: Union[int, Tuple[int, int]]) -> Optional[int]:
     """FLOPs (multiply-adds, mmengine's counter: :func:`mmevt.analysis.count_flops`) of
-    ``module`` on a ``(1, 3, size, size)`` input; None where the counter fails on it (a
-    count must not hide the smoke test's result)."""
+    ``module`` on a ``(1, 3, size, size)`` input (``(1, 3, H, W)`` for a pair ``(H, W)``);
+    None where the counter fails on it (a count must not hide the smoke test's result)."""
+    height, width = (size, size) if isinstance(size, int) else size
     try:
         with quiet_logger(logging.ERROR):  # it warns of each module the trace did not call
-            return count_flops(module, (1, 3, size, size))
+            return count_flops(module, (1, 3, height, width))
     except Exception:
         return None
 
@@ -193,8 +194,10 @@ def flops_or_none(module, size: int) -> Optional[int]:
 @dataclass
 class SmokeTestResult:
     """What :func:`smoke_test_config` measured: the input side, the training loss, the
-    backbone's gradient norm, the number of predictions, the seconds taken and (with
-    ``flops``) the whole model's parameters and the backbone's FLOPs."""
+    backbone's gradient norm, the number of predictions, the seconds taken, (with
+    ``flops``) the whole model's parameters and the backbone's FLOPs, and the training
+    batch's ``(H, W)`` (``(size, size)`` but for mmpose, whose pipelines set it; the
+    FLOPs are counted at it)."""
     size: int
     loss: float
     backbone_grad_norm: float
@@ -202,17 +205,20 @@ class SmokeTestResult:
     seconds: float
     params: Optional[int] = None
     backbone_flops: Optional[int] = None
+    input_hw: Optional[Tuple[int, int]] = None
 
 
 def smoke_test_config(dst: str, size: Optional[int] = None,
                       stages: Sequence[int] = (0, 1, 2, 3), flops: bool = True,
                       log: Callable[[str], None] = print) -> SmokeTestResult:
     """Build ``dst`` as a runner does, run one training step (finite loss, non-zero
-    gradients in the backbone, optimizer step) and one prediction on a generated batch.
+    gradients in the backbone, optimizer step) and one prediction on a generated batch
+    (for mmpose made by the config's own pipelines: :mod:`~mmevt.swap.pose_batch`).
 
     Args:
         dst (str): the swapped config.
-        size (int, optional): input side. Defaults to :func:`smoke_test_size`.
+        size (int, optional): input side (for mmpose the generated images' side, which its
+            pipelines crop / resize to its input size). Defaults to :func:`smoke_test_size`.
         stages (Sequence[int]): EVT stages the model reads (for :func:`smoke_test_size`).
             Defaults to ``(0, 1, 2, 3)``.
         flops (bool): also count the whole model's params and the EVT backbone's FLOPs.
@@ -241,7 +247,12 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
     if optim_cfg.get('type') == 'AmpOptimWrapper' and not torch.cuda.is_available():
         optim_cfg['type'] = 'OptimWrapper'  # mmengine's AMP wrapper needs a GPU
         optim_cfg.pop('loss_scale', None)
-    batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg))
+    if toolkit == 'mmpose':  # the config's own pipelines: codec targets, its input size
+        from .pose_batch import pose_batches
+        batch, predict_batches = pose_batches(cfg, size)
+    else:
+        batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg))
+        predict_batches = [batch]
     with toolkit_scope(toolkit), quiet_logger():
         optim = build_optim_wrapper(model, optim_cfg)
         model.train()
@@ -265,16 +276,20 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
                              f'training steps: norm {grad_norm}')
         model.eval()
         with torch.no_grad():
-            data = model.data_preprocessor(copy.deepcopy(batch), False)
-            preds = model(**data, mode='predict')
-    if len(preds) != len(batch['inputs']):
-        raise ValueError(f'{dst}: {len(preds)} predictions for {len(batch["inputs"])} images')
+            preds = []
+            for images in predict_batches:
+                data = model.data_preprocessor(copy.deepcopy(images), False)
+                preds += model(**data, mode='predict')
+    num_images = sum(len(images['inputs']) for images in predict_batches)
+    if len(preds) != num_images:
+        raise ValueError(f'{dst}: {len(preds)} predictions for {num_images} images')
+    height, width = (int(n) for n in batch['inputs'][0].shape[-2:])  # mmpose: its pipeline's
     result = SmokeTestResult(size, float(loss.detach()), grad_norm, len(preds),
-                             time.perf_counter() - start)
+                             time.perf_counter() - start, input_hw=(height, width))
     if flops:
         result.params = count_params(model)
-        result.backbone_flops = flops_or_none(model.backbone.eval(), size)
-    log(f'check: {size} x {size} batch of {len(preds)}: loss {result.loss:.4g}, backbone '
+        result.backbone_flops = flops_or_none(model.backbone.eval(), result.input_hw)
+    log(f'check: {height} x {width} batch of {len(preds)}: loss {result.loss:.4g}, backbone '
         f'gradient norm {grad_norm:.3g}, {len(preds)} predictions ({result.seconds:.1f} s)')
     return result
 
