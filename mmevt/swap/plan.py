@@ -133,8 +133,8 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
         raise ValueError(f'{src}: the model reads {outputs.type} outputs {outputs.describe()}, '
                          f'EVT stages {stages} only: EVT\'s later stages would run for nothing '
                          '(no gradient reaches them, which distributed training refuses), and '
-                         f'EVT has no counterpart of a backbone fusing its scales into that '
-                         'map (HRNet); swap a config whose model reads a stride-32 map')
+                         'EVT has no counterpart of a map fusing all scales (e.g. HRNet\'s '
+                         'stride-4 output); swap a config whose model reads a stride-32 map')
     consumers, cnotes = find_consumers(model)
     plan.notes.extend(cnotes)
     concat = concatenated_outputs(model.get('neck'), len(outputs.channels))
