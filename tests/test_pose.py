@@ -7,7 +7,8 @@ import re
 import pytest
 import torch
 
-from helpers import CONFIGS, load_config, run_tool, toolkit_tool_env, write_config
+from helpers import (CONFIGS, load_config, load_tool, run_tool, toolkit_tool_env,
+                     write_config)
 
 pytest.importorskip('mmpose', reason='mmpose is installed on the upstream stack only')
 
@@ -111,6 +112,17 @@ def test_keypoint_generator_is_deterministic_and_never_overwrites(tmp_path):
         assert ann['area'] == pytest.approx(w * h, abs=0.1)
         # the body's left side is on the image's right (a figure seen from the front)
         assert (kps[5::2, 0] > kps[6::2, 0]).all()
+
+
+def test_generator_command_line_writes_keypoints(tmp_path, capsys):
+    make_shapes = load_tool('tools/misc/make_shapes.py')
+    make_shapes.main([str(tmp_path), '--keypoints', '--num-train', '2', '--num-val', '1',
+                      '--size', '64', '48'])
+    assert 'keypoints_training:' in capsys.readouterr().out
+    assert (tmp_path / 'annotations' / 'person_keypoints_validation.json').is_file()
+    with pytest.raises(SystemExit):
+        make_shapes.main([str(tmp_path), '--keypoints', '--classification'])
+    assert '--classification and --keypoints exclude each other' in capsys.readouterr().err
 
 
 def test_generated_keypoints_load_in_mmposes_coco_dataset(tmp_path):
