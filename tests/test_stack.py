@@ -195,7 +195,9 @@ def test_swap_names_a_config_of_another_toolkit(tmp_path):
     from mmevt.swap import plan_swap
     src = write_config(tmp_path / 'src.py', "default_scope = 'mmocr'\n")
     with pytest.raises(ValueError, match=r"src\.py: default_scope must be one of "
-                                         r"\['mmdet', 'mmseg', 'mmpretrain'\].*got 'mmocr'"):
+                                         r"\['mmdet', 'mmseg', 'mmpretrain', 'mmpose'\] or "
+                                         r"another installed .*got 'mmocr': mmocr is not "
+                                         r"installed"):
         plan_swap(src, 'evt-t')
 
 

@@ -19,21 +19,23 @@ model = dict(
               deconv_out_channels=(64, 64, 64),  # ours: CPU-sized (the recipe's 256)
               decoder=codec))
 
+# Typed dicts say their scope, so a config inheriting this one as 'mmevt::demo/...' does not
+# look them up in a scope 'mmevt' (mmengine stamps a package's name on inherited dicts).
 # The recipe's pipelines at 128 x 96, without half-body and bbox jitter (a few epochs on
 # one figure per image; the flip stays: symmetric joint colours keep it consistent).
 train_pipeline = [
-    dict(type='LoadImage'),
-    dict(type='GetBBoxCenterScale'),
-    dict(type='RandomFlip', direction='horizontal'),
-    dict(type='TopdownAffine', input_size=codec['input_size']),
-    dict(type='GenerateTarget', encoder=codec),
-    dict(type='PackPoseInputs')
+    dict(_scope_='mmpose', type='LoadImage'),
+    dict(_scope_='mmpose', type='GetBBoxCenterScale'),
+    dict(_scope_='mmpose', type='RandomFlip', direction='horizontal'),
+    dict(_scope_='mmpose', type='TopdownAffine', input_size=codec['input_size']),
+    dict(_scope_='mmpose', type='GenerateTarget', encoder=codec),
+    dict(_scope_='mmpose', type='PackPoseInputs')
 ]
 val_pipeline = [
-    dict(type='LoadImage'),
-    dict(type='GetBBoxCenterScale'),
-    dict(type='TopdownAffine', input_size=codec['input_size']),
-    dict(type='PackPoseInputs')
+    dict(_scope_='mmpose', type='LoadImage'),
+    dict(_scope_='mmpose', type='GetBBoxCenterScale'),
+    dict(_scope_='mmpose', type='TopdownAffine', input_size=codec['input_size']),
+    dict(_scope_='mmpose', type='PackPoseInputs')
 ]
 train_dataloader = dict(
     batch_size=16, num_workers=1,
@@ -52,9 +54,10 @@ max_epochs = 20
 train_cfg = dict(max_epochs=max_epochs, val_interval=max_epochs)
 optim_wrapper = dict(optimizer=dict(lr=2e-3))  # ours: a tiny model from scratch, batch 16
 param_scheduler = [
-    dict(type='LinearLR', begin=0, end=20, start_factor=0.01, by_epoch=False),  # warm-up
-    dict(type='CosineAnnealingLR', T_max=max_epochs, eta_min=1e-5, begin=0, end=max_epochs,
-         by_epoch=True),
+    dict(_scope_='mmpose', type='LinearLR', begin=0, end=20, start_factor=0.01,
+         by_epoch=False),  # warm-up
+    dict(_scope_='mmpose', type='CosineAnnealingLR', T_max=max_epochs, eta_min=1e-5,
+         begin=0, end=max_epochs, by_epoch=True),
 ]
 auto_scale_lr = dict(base_batch_size=16)
 default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=max_epochs))

@@ -129,13 +129,14 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
                      f'{outputs.describe()}'))
     plan = SwapPlan(src, arch, toolkit, outputs, stages, backbone, notes=notes,
                     source_params=None if source is None else count_params(source))
+    consumers, cnotes = find_consumers(model)
+    # after the consumers: a C4 detector's shared_head is the reason that names the fix
     if stages[-1] != len(EVT_STRIDES) - 1:
         raise ValueError(f'{src}: the model reads {outputs.type} outputs {outputs.describe()}, '
                          f'EVT stages {stages} only: EVT\'s later stages would run for nothing '
                          '(no gradient reaches them, which distributed training refuses), and '
                          'EVT has no counterpart of a map fusing all scales (e.g. HRNet\'s '
                          'stride-4 output); swap a config whose model reads a stride-32 map')
-    consumers, cnotes = find_consumers(model)
     plan.notes.extend(cnotes)
     concat = concatenated_outputs(model.get('neck'), len(outputs.channels))
     for path, ccfg in consumers:
