@@ -22,7 +22,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .shapes import SPLITS, _background
+from .shapes import SPLITS, random_background, made_before
 
 KEYPOINT_NAMES = (
     'nose', 'left_eye', 'right_eye', 'left_ear', 'right_ear', 'left_shoulder',
@@ -63,7 +63,7 @@ def _figure(rng: np.random.Generator) -> np.ndarray:
 
 def _draw_person(rng: np.random.Generator, h: int, w: int):
     """One image with one figure, and its COCO annotation (without ids)."""
-    img = Image.fromarray(_background(rng, h, w))
+    img = Image.fromarray(random_background(rng, h, w))
     kps = _figure(rng)
     lo, hi = kps.min(0), kps.max(0)
     # the figure's height in pixels, smaller where its width would not fit the image
@@ -129,13 +129,8 @@ def generate_keypoints(root: str,
     stamp = osp.join(root, 'keypoints.json')
     paths = {f'keypoints_{s}': osp.join(root, 'annotations', f'person_keypoints_{s}.json')
              for s in SPLITS}
-    if osp.isfile(stamp) and not overwrite:
-        with open(stamp) as f:
-            existing = json.load(f)
-        if existing == settings:
-            return paths
-        raise FileExistsError(f'{root} holds a keypoints dataset made with {existing}, not '
-                              f'{settings}; choose another directory or pass overwrite=True')
+    if made_before(stamp, settings, overwrite, 'keypoints'):
+        return paths
     rng = np.random.default_rng(seed)
     categories = [dict(id=1, name='person', supercategory='person',
                        keypoints=list(KEYPOINT_NAMES), skeleton=SKELETON)]

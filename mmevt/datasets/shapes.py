@@ -25,7 +25,7 @@ CLS_CLASSES = ('triangle', 'square', 'pentagon', 'hexagon', 'octagon', 'circle')
 SPLITS = ('training', 'validation')
 
 
-def _background(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+def random_background(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
     """Smooth colour gradient + stripes + noise, uint8 ``(h, w, 3)``."""
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     base = rng.uniform(60, 190, size=3)
@@ -55,7 +55,7 @@ def _poly_area(pts: Sequence[Tuple[float, float]]) -> float:
 
 
 def _make_image(rng: np.random.Generator, h: int, w: int, max_shapes: int):
-    img = Image.fromarray(_background(rng, h, w))
+    img = Image.fromarray(random_background(rng, h, w))
     seg = Image.new('L', (w, h), 1)
     draw, seg_draw = ImageDraw.Draw(img), ImageDraw.Draw(seg)
     placed: List[Tuple[float, float, float]] = []
@@ -82,6 +82,25 @@ def _make_image(rng: np.random.Generator, h: int, w: int, max_shapes: int):
                             segmentation=[[round(v, 2) for p in pts for v in p]],
                             area=_poly_area(pts), iscrowd=0))
     return img, seg, objects
+
+
+def made_before(stamp: str, settings: dict, overwrite: bool, what: str) -> bool:
+    """Whether the dataset whose stamp file is ``stamp`` was already made with ``settings``
+    (so the generator can return at once); never overwrites a different one unasked.
+
+    Raises:
+        FileExistsError: the directory holds a ``what`` dataset made with other settings
+            and ``overwrite`` is False.
+    """
+    if not osp.isfile(stamp) or overwrite:
+        return False
+    with open(stamp) as f:
+        existing = json.load(f)
+    if existing == settings:
+        return True
+    root = osp.dirname(stamp)
+    raise FileExistsError(f'{root} holds a {what} dataset made with {existing}, not '
+                          f'{settings}; choose another directory or pass overwrite=True')
 
 
 def generate_shapes(root: str,
@@ -117,13 +136,8 @@ def generate_shapes(root: str,
                     max_shapes=max_shapes, seed=seed)
     stamp = osp.join(root, 'shapes.json')
     paths = {f'coco_{s}': osp.join(root, 'annotations', f'instances_{s}.json') for s in SPLITS}
-    if osp.isfile(stamp) and not overwrite:
-        with open(stamp) as f:
-            existing = json.load(f)
-        if existing == settings:
-            return paths
-        raise FileExistsError(f'{root} holds a shapes dataset made with {existing}, not '
-                              f'{settings}; choose another directory or pass overwrite=True')
+    if made_before(stamp, settings, overwrite, 'shapes'):
+        return paths
     rng = np.random.default_rng(seed)
     categories = [dict(id=i + 1, name=n) for i, n in enumerate(SHAPE_CLASSES)]
     for split, count in zip(SPLITS, (num_train, num_val)):
@@ -172,7 +186,7 @@ def generate_shape_classes(root: str,
         for label, name in enumerate(CLS_CLASSES):
             os.makedirs(osp.join(root, split, name), exist_ok=True)
             for i in range(count):
-                img = Image.fromarray(_background(rng, h, w))
+                img = Image.fromarray(random_background(rng, h, w))
                 r = rng.uniform(0.25, 0.4) * min(h, w)
                 cx, cy = rng.uniform(r, w - r), rng.uniform(r, h - r)
                 pts = _polygon(name, cx, cy, r, rng.uniform(0, math.pi))
