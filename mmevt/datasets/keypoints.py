@@ -22,7 +22,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .shapes import SPLITS, random_background, made_before
+from .shapes import SPLITS, made_before, random_background
 
 KEYPOINT_NAMES = (
     'nose', 'left_eye', 'right_eye', 'left_ear', 'right_ear', 'left_shoulder',
