@@ -260,3 +260,41 @@ def test_cli_check_then_the_toolkits_own_train_tool(shapes_root, tmp_path):
     out = run_tool(toolkit_tool_path('mmdet', 'train'), cfg, env=toolkit_tool_env())
     assert 'Epoch(train) [1][2/2]' in out, out[-3000:]
     assert osp.isfile(osp.join(work, 'epoch_1.pth'))
+
+
+POSE_TRAIN = '''_base_ = {dst!r}
+data_root = {root!r}
+train_dataloader = dict(
+    batch_size=2, num_workers=0, persistent_workers=False,
+    dataset=dict(data_root=data_root, ann_file='annotations/person_keypoints_training.json',
+                 data_prefix=dict(img='images/training/')))
+train_cfg = dict(max_epochs=1, val_interval=1)
+val_cfg = val_dataloader = val_evaluator = None
+test_cfg = test_dataloader = test_evaluator = None
+param_scheduler = []
+model = dict(backbone=dict(norm_cfg=dict(type='BN')))  # one process: no SyncBN
+default_hooks = dict(logger=dict(interval=1),
+                     checkpoint=dict(interval=1, save_best=None))
+custom_hooks = []
+work_dir = {work!r}
+'''
+
+
+@pytest.mark.e2e
+def test_a_swapped_pose_config_trains_with_mmposes_own_train_tool(tmp_path):
+    src = 'mmpose::body_2d_keypoint/topdown_heatmap/coco/td-hm_res50_8xb64-210e_coco-256x192.py'
+    if _refused_on_the_fork(src, tmp_path):
+        return
+    from mmevt.apis import toolkit_tool_path
+    from mmevt.datasets import generate_keypoints
+    dst = str(tmp_path / 'td-hm_evt-test_coco-256x192.py')
+    run_tool('tools/misc/swap_backbone.py', src, '--arch', 'evt-test', '--out', dst)
+    root = str(tmp_path / 'data')
+    generate_keypoints(root, num_train=4, num_val=2, seed=0)
+    work = str(tmp_path / 'work')
+    cfg = write_config(tmp_path / 'train.py',
+                       POSE_TRAIN.format(dst=dst, root=root + '/', work=work))
+    # mmpose's own tools/train.py reads DST (custom_imports import mmevt) and trains
+    out = run_tool(toolkit_tool_path('mmpose', 'train'), cfg, env=toolkit_tool_env())
+    assert 'Epoch(train) [1][2/2]' in out, out[-3000:]
+    assert osp.isfile(osp.join(work, 'epoch_1.pth'))
