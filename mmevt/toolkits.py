@@ -15,7 +15,6 @@ from typing import Any, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple
 
 class Toolkit(NamedTuple):
     """What mmevt knows of one OpenMMLab toolkit."""
-    task: str  # what its models do, for messages and docs
     probe_size: int  # side of the square input the swap probes a source backbone with
     flops_shape: Tuple[int, int]  # ``(H, W)`` the FLOP counter defaults to
 
@@ -28,15 +27,15 @@ class Toolkit(NamedTuple):
 # Semantic FPN 2048 x 512 (Swin, RMT), ImageNet 224, COCO keypoints 256 x 192 (mmpose's
 # top-down configs, as its get_flops.py defaults to).
 TOOLKIT_TABLE: Dict[str, Toolkit] = {
-    'mmdet': Toolkit('detection', 128, (800, 1280)),
-    'mmseg': Toolkit('segmentation', 128, (512, 2048)),
-    'mmpretrain': Toolkit('classification', 224, (224, 224)),
-    'mmpose': Toolkit('pose estimation', 224, (256, 192)),
+    'mmdet': Toolkit(128, (800, 1280)),
+    'mmseg': Toolkit(128, (512, 2048)),
+    'mmpretrain': Toolkit(224, (224, 224)),
+    'mmpose': Toolkit(224, (256, 192)),
 }
 TOOLKITS = tuple(TOOLKIT_TABLE)
 # Another OpenMMLab 2.x toolkit (its MODELS a child of mmengine's root, so EVT resolves)
-# gets these: the swap probes at ImageNet's size; FLOPs need an explicit shape.
-OTHER_TOOLKIT = Toolkit('other', 224, (224, 224))
+# gets these: the swap probes and the FLOP counter defaults at ImageNet's 224 x 224.
+OTHER_TOOLKIT = Toolkit(224, (224, 224))
 
 
 def toolkit_facts(toolkit: str) -> Toolkit:

@@ -2,6 +2,7 @@
 import os
 import os.path as osp
 import pickle
+import re
 import subprocess
 import sys
 
@@ -209,3 +210,15 @@ def test_environment_is_reused_quickly():
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout
     assert 'installing' not in proc.stdout and 'building' not in proc.stdout
+
+
+@pytest.mark.parametrize('scope,reason', [
+    ('mmengine', 'mmengine is the library the toolkits build on, not a toolkit'),
+    ('json', r"json\.registry does not import"),
+    (None, 'not a toolkit name'),
+])
+def test_a_scope_that_cannot_pick_a_toolkit_says_why(scope, reason):
+    from mmevt.toolkits import config_toolkit
+    with pytest.raises(ValueError, match=rf"x\.py: default_scope must be one of .*got "
+                                         rf"{re.escape(repr(scope))}: {reason}"):
+        config_toolkit(dict(default_scope=scope), 'x.py')
