@@ -165,6 +165,41 @@ def test_attention_paths_are_logged_once_per_model_and_situation(caplog):
         '1: reference; 2: reference; 3: reference']
 
 
+def test_the_log_says_what_torch_compile_would_run_where_it_differs(caplog, monkeypatch):
+    from mmevt.ops import ATTN_PATHS
+    # a table where Flex is what 'auto' picks when compiled, on this device too
+    monkeypatch.setitem(ATTN_PATHS, 'flex', ATTN_PATHS['flex']._replace(
+        auto=lambda device, head_dim, compiling: compiling))
+    model = EVT('evt-test', mixers=['group_dilate', 'routing', 'decomposed', 'full']).eval()
+    with caplog.at_level(logging.INFO, logger='mmevt'), torch.no_grad():
+        model(torch.randn(1, 3, 64, 64))
+    (line, ) = [r.getMessage() for r in caplog.records if r.name == 'mmevt']
+    assert line.endswith('per stage: 0: sdpa; 1: other mixer; 2: sdpa; 3: sdpa; under '
+                         'torch.compile: 0: flex; 1: other mixer; 2: sdpa; 3: flex'), line
+
+
+def test_a_compiled_model_compiles_once(caplog):
+    # The per-stage table cache and the path log are Python state: touched while dynamo
+    # traces, they became guards that failed on the second call (every model compiled
+    # twice: measured ~90 s per EVT-S trace on this CPU).
+    import torch._dynamo
+    torch._dynamo.reset()
+    model = EVT('evt-test').eval()
+    compiled = torch.compile(model, backend='eager')
+    x = torch.randn(1, 3, 64, 96)
+    with torch.no_grad(), caplog.at_level(logging.INFO, logger='mmevt'), \
+            torch._dynamo.config.patch(error_on_recompile=True):
+        first = compiled(x)
+        for a, b in zip(compiled(x), first):
+            torch.testing.assert_close(a, b)
+        for a, b in zip(model(x), first):  # eager fills the cache; compiled reads it
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+        compiled(x)
+    assert [r.getMessage() for r in caplog.records if r.name == 'mmevt'] == [
+        "EVT attention paths on cpu (attn_impl='auto'), per stage: 0: sdpa; 1: sdpa; "
+        '2: sdpa; 3: sdpa']  # the eager call's; nothing while tracing
+
+
 def test_layer_cfgs_pass_options_through_to_every_block_and_mixer():
     mixers = ['group_dilate', dict(type='routing', n_win=2, topk=2),
               dict(type='external', memory_size=8), 'decomposed']

@@ -302,6 +302,15 @@ def test_auto_path_choice_per_device_and_compile(monkeypatch):
             resolve_impl('flex', cuda, 32, dropout=True)
 
 
+def test_auto_rule_answers_for_a_case_it_is_not_running_in():
+    # the GPU report asks what 'auto' picks compiled while it runs eager (and back)
+    from mmevt.ops import choose_impl
+    cuda = torch.device('cuda')
+    assert choose_impl(cuda, 32, compiling=True) == ('flex' if flex_available() else 'sdpa')
+    assert choose_impl(cuda, 32, compiling=False) == 'sdpa'
+    assert choose_impl(torch.device('cpu'), 32, compiling=True) == 'sdpa'
+
+
 def test_path_support_is_one_table_read_by_the_checks(monkeypatch):
     from mmevt.ops import impl_unavailable
     cpu = torch.device('cpu')

@@ -59,9 +59,9 @@ def _flex_missing() -> Optional[str]:
     return f'needs torch >= 2.5 (FlexAttention); this is torch {torch.__version__}'
 
 
-def _flex_fused(device: torch.device, head_dim: Optional[int]) -> bool:
+def _flex_fused(device: torch.device, head_dim: Optional[int], compiling: bool) -> bool:
     # fused only under torch.compile on CUDA; eager Flex materialises the scores
-    return device.type == 'cuda' and torch.compiler.is_compiling() and flex_fits(head_dim)
+    return device.type == 'cuda' and compiling and flex_fits(head_dim)
 
 
 class AttnPath(NamedTuple):
@@ -74,15 +74,15 @@ class AttnPath(NamedTuple):
             additive decay bias) or ``'block_mask'`` (a Flex ``BlockMask``).
         head_dims (str): which head dims it runs; documentation, the rule is in ``auto``.
         missing (callable): ``() -> str | None``, why it cannot run in this torch at all.
-        auto (callable): ``(device, head_dim) -> bool``, whether ``'auto'`` prefers it
-            (the first preferred path that can run wins, in table order).
+        auto (callable): ``(device, head_dim, compiling) -> bool``, whether ``'auto'``
+            prefers it (the first preferred path that can run wins, in table order).
     """
     dropout: bool
     cpu_backward: bool
     padding: str
     head_dims: str
     missing: Callable[[], Optional[str]] = lambda: None
-    auto: Callable[[torch.device, Optional[int]], bool] = lambda device, head_dim: False
+    auto: Callable[[torch.device, Optional[int], bool], bool] = lambda *case: False
 
 
 ATTN_PATHS: Dict[str, AttnPath] = {
@@ -95,7 +95,7 @@ ATTN_PATHS: Dict[str, AttnPath] = {
     # fused scaled_dot_product_attention with the cached bias: everywhere else (on CPU the
     # fastest path)
     'sdpa': AttnPath(dropout=True, cpu_backward=True, padding='bias', head_dims='any',
-                     auto=lambda device, head_dim: True),
+                     auto=lambda *case: True),
 }
 ATTN_IMPLS = ('auto', 'reference', 'sdpa', 'flex')
 assert set(ATTN_IMPLS) == {'auto', *ATTN_PATHS}
@@ -127,7 +127,8 @@ def impl_unavailable(impl: str, device: torch.device, *, needs_grad: bool = Fals
 
 
 def choose_impl(device: torch.device, head_dim: Optional[int] = None, *,
-                needs_grad: bool = False, dropout: bool = False) -> str:
+                needs_grad: bool = False, dropout: bool = False,
+                compiling: Optional[bool] = None) -> str:
     """The rule of ``attn_impl='auto'``: the first path of :data:`ATTN_PATHS` that prefers
     this case and can run here.
 
@@ -135,25 +136,32 @@ def choose_impl(device: torch.device, head_dim: Optional[int] = None, *,
     where Flex runs fused: decay in-kernel, no bias tensor, block-sparse padding) when its
     kernels tile the head dim and no dropout is asked for; fused SDPA with a cached bias
     everywhere else (eager Flex materialises the scores; on CPU SDPA is fastest).
+    ``compiling``: whether ``torch.compile`` is tracing (None: ask torch), so a report can
+    say what the rule picks in a case it is not running in.
     """
+    if compiling is None:
+        compiling = torch.compiler.is_compiling()
     for name, path in ATTN_PATHS.items():
-        if path.auto(device, head_dim) and impl_unavailable(
+        if path.auto(device, head_dim, compiling) and impl_unavailable(
                 name, device, needs_grad=needs_grad, dropout=dropout) is None:
             return name
     raise AssertionError('no attention path can run')  # sdpa always can
 
 
 def resolve_impl(impl: str, device: torch.device, head_dim: Optional[int] = None, *,
-                 needs_grad: bool = False, dropout: bool = False) -> str:
+                 needs_grad: bool = False, dropout: bool = False,
+                 compiling: Optional[bool] = None) -> str:
     """The concrete path for ``impl``: ``'auto'`` by :func:`choose_impl`, an explicit path
-    after checking it can run (:func:`impl_unavailable`).
+    after checking it can run (:func:`impl_unavailable`). ``compiling``: as in
+    :func:`choose_impl`.
 
     Raises:
         ValueError: ``impl`` is unknown or cannot run here.
     """
     check_choice('attn_impl', impl, ATTN_IMPLS)
     if impl == 'auto':
-        return choose_impl(device, head_dim, needs_grad=needs_grad, dropout=dropout)
+        return choose_impl(device, head_dim, needs_grad=needs_grad, dropout=dropout,
+                           compiling=compiling)
     reason = impl_unavailable(impl, device, needs_grad=needs_grad, dropout=dropout)
     if reason is not None:
         raise ValueError(f'attn_impl={impl!r} {reason}')

@@ -3,6 +3,8 @@ import warnings
 from collections import OrderedDict
 from typing import Callable, Hashable, TypeVar
 
+import torch
+
 T = TypeVar('T')
 
 
@@ -29,8 +31,14 @@ class GridCache:
         """``build()``'s result, computed once per ``key`` (None results are kept too).
 
         The key must name everything the result depends on (grid, sizes, mode, decay,
-        device, dtype, ...).
+        device, dtype, ...). While ``torch.compile`` traces, the cache is not used: the
+        table is built in the graph.
         """
+        if torch.compiler.is_compiling():
+            # Dynamo guards on what it reads of the dict: a store while tracing (or by a
+            # later eager call) failed the guard on the next call, compiling every model
+            # twice. The table is built inside the graph instead (cheap, fused).
+            return build()
         value = self._store.get(key, self._MISSING)
         if value is self._MISSING:
             value = self._store[key] = build()

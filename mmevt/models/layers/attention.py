@@ -111,12 +111,14 @@ class SpatialDecayAttention(nn.Module):
         """The attention dropout of this call: the rate in training, 0 in eval."""
         return self.attn_drop_rate if self.training else 0.
 
-    def resolved_impl(self, device: torch.device, *, needs_grad: bool = False) -> str:
-        """The attention path this module runs on ``device`` (``attn_impl`` resolved)."""
+    def resolved_impl(self, device: torch.device, *, needs_grad: bool = False,
+                      compiling: Optional[bool] = None) -> str:
+        """The attention path this module runs on ``device`` (``attn_impl`` resolved);
+        ``compiling``: under ``torch.compile`` or not (None: as now)."""
         if self.mode == 'decomposed':  # row / column passes: reference or SDPA only
             return 'reference' if self.attn_impl == 'reference' else 'sdpa'
         return resolve_impl(self.attn_impl, device, self.head_dims, needs_grad=needs_grad,
-                            dropout=self.dropout_p > 0)
+                            dropout=self.dropout_p > 0, compiling=compiling)
 
     def queries_keys(self, x: Tensor) -> Tuple[Tensor, Tensor]:
         """The queries and keys the attention compares (projected, rotary-shifted): the one
@@ -183,8 +185,11 @@ class SpatialDecayAttention(nn.Module):
 
 def log_attention_paths(owner: str, stages: Sequence[Iterable[nn.Module]], x: Tensor,
                         attn_impl: str, seen: set) -> None:
-    """Log (INFO, ``mmevt`` logger) which attention path each stage runs, once per
-    situation (device, compile state, training with attention dropout) recorded in ``seen``.
+    """Log (INFO, ``mmevt`` logger) which attention path each stage runs, and which it
+    would run under ``torch.compile`` where that differs, once per situation (device,
+    training with attention dropout) recorded in ``seen``. Eager calls only: while
+    ``torch.compile`` traces, reading or updating ``seen`` would become a guard that fails
+    on the next call, compiling every model twice.
 
     The choice is the ops' :func:`~mmevt.ops.resolve_impl`; errors are left to them.
 
@@ -195,19 +200,26 @@ def log_attention_paths(owner: str, stages: Sequence[Iterable[nn.Module]], x: Te
         attn_impl (str): the ``attn_impl`` the model was built with.
         seen (set): situations already logged; updated.
     """
+    if torch.compiler.is_compiling():
+        return
     mixers = [list(stage) for stage in stages]
     dropout = any(m.dropout_p > 0 for stage in mixers for m in stage
                   if isinstance(m, SpatialDecayAttention))
-    situation = (x.device.type, torch.compiler.is_compiling(), dropout)
+    situation = (x.device.type, dropout)
     if situation in seen:
         return
     seen.add(situation)
-    paths = []
-    for i, stage in enumerate(mixers):
-        impls = dict.fromkeys(m.resolved_impl(x.device) for m in stage
-                              if isinstance(m, SpatialDecayAttention))
-        paths.append(f"{i}: {'/'.join(impls) or 'other mixer'}")
+
+    def per_stage(compiling: bool) -> str:
+        paths = []
+        for i, stage in enumerate(mixers):
+            impls = dict.fromkeys(m.resolved_impl(x.device, compiling=compiling)
+                                  for m in stage if isinstance(m, SpatialDecayAttention))
+            paths.append(f"{i}: {'/'.join(impls) or 'other mixer'}")
+        return '; '.join(paths)
+
+    eager, compiled = per_stage(False), per_stage(True)
     _LOG.info(f'{owner} attention paths on {x.device.type}'
-              f"{', compiled' if situation[1] else ''}"
               f"{', attention dropout' if dropout else ''} (attn_impl={attn_impl!r}), "
-              f"per stage: {'; '.join(paths)}")
+              f'per stage: {eager}'
+              + (f'; under torch.compile: {compiled}' if compiled != eager else ''))
