@@ -18,7 +18,7 @@ TEST_WORKERS ?= 2
 FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_configs.py \
 	tests/test_seg.py tests/test_cls.py tests/test_swap.py
 
-.PHONY: env env-fork demo test test-fork test-fork-ci complexity gpu-deps
+.PHONY: env env-fork demo test test-fork test-fork-ci complexity gpu-deps gpu-rehearsal
 
 env:
 	@bash tools/bootstrap.sh
@@ -49,3 +49,16 @@ gpu-deps: env
 	@site=$$($(PY) -c 'import mmengine, os; print(os.path.dirname(os.path.dirname(mmengine.__file__)))'); \
 	for p in $(GPU_DEPS); do cp -r "$$site/$$p" .gpu_deps/; done; \
 	find .gpu_deps -name __pycache__ -prune -exec rm -rf {} +; du -sh .gpu_deps
+
+# The GPU session rehearsed on the CPU, on the GPU machine's stack (Python 3.12, torch 2.11 +
+# timm, no mmcv / mmpretrain; requirements/gpu-rehearsal.txt): its own venv, .venv-gpu
+# (about 5 GB: PyPI's torch is the CUDA build), and mmengine from .gpu_deps as on the device.
+# Not part of `make test` (the download); results in work_dirs/gpu_rehearsal/<time>/.
+GPU_VENV ?= $(CURDIR)/.venv-gpu
+GPU_PYTHON ?= python3.12
+gpu-rehearsal: gpu-deps
+	@test -x $(GPU_VENV)/bin/python || { $(GPU_PYTHON) -m venv $(GPU_VENV) && \
+		$(GPU_VENV)/bin/pip install -q -r requirements/gpu-rehearsal.txt; }
+	REHEARSE=1 PYTHON=$(GPU_VENV)/bin/python \
+		OUT=$(CURDIR)/work_dirs/gpu_rehearsal/$$(date +%Y%m%d_%H%M%S) \
+		bash tools/analysis/gpu_session.sh

@@ -8,21 +8,25 @@
     python tools/analysis/benchmark.py --config configs/cls/ablation/*.py --complexity
         # the backbones of configs (token-mixer ablations), with params and FLOPs
     python tools/analysis/benchmark.py --arch evt-s rmt-s --profile 10  # dominant kernels
+    python tools/analysis/benchmark.py --arch evt-s --attn-impl sdpa flex --compile both
+        # EVT's attention paths side by side (the evidence for attn_impl='auto')
 
 Needs only torch (+ mmengine for mmevt itself); Swin comes from mmpretrain when installed,
-else from timm, else it is left out with a note. ``--config`` reads ``model.backbone`` of
+else from timm (built for each case's input size), else it is left out with a note; each
+row says where its model came from. ``--config`` reads ``model.backbone`` of
 OpenMMLab configs (their toolkit must be installed to resolve ``toolkit::`` bases). fp32
 runs with TF32 off (as the EVT paper's A100 table); ``--dtype bf16`` runs under autocast.
 Times are medians over ``--iters`` calls (and over ``--rounds`` interleaved rounds). Prints
-a table and writes JSON. Numbers are what this run measured on this machine: they are
+a table and writes JSON (``--jsonl``: each row appended as soon as it is measured, for
+runs that may be cut off). Numbers are what this run measured on this machine: they are
 printed with the device name.
 """
 import argparse
 import ctypes
+import functools
 import gc
 import json
 import os.path as osp
-import platform
 import statistics
 import time
 from contextlib import nullcontext
@@ -31,6 +35,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from mmevt.analysis.records import append_row, device_name
 from mmevt.models.backbones.archs import ARCH_FAMILIES
 
 SWIN_SIZES = {'swin-t': 'tiny', 'swin-s': 'small', 'swin-b': 'base'}  # Swin itself
@@ -38,22 +43,27 @@ SWIN_SIZES = {'swin-t': 'tiny', 'swin-s': 'small', 'swin-b': 'base'}  # Swin its
 DEFAULT_ARCHS = [*ARCH_FAMILIES['evt'], *ARCH_FAMILIES['rmt'], *SWIN_SIZES]
 
 
-def build(arch: str, attn_impl: str) -> Optional[nn.Module]:
-    """A backbone by name; ``swin-*`` from mmpretrain or timm, None when neither exists."""
+def build(arch: str, attn_impl: str,
+          img_size: Tuple[int, int] = (224, 224)) -> Tuple[Optional[nn.Module], str]:
+    """A backbone by name and where it came from: EVT / RMT from mmevt, ``swin-*`` from
+    mmpretrain or else timm (None when neither exists). timm's Swin is built for
+    ``img_size`` (H, W): by default it refuses any other input size."""
     if arch not in SWIN_SIZES:
         from mmevt.models import EVT
-        return EVT(arch, attn_impl=attn_impl)
+        return EVT(arch, attn_impl=attn_impl), 'mmevt'
     size = SWIN_SIZES[arch]
     try:
         from mmpretrain.models import SwinTransformer
-        return SwinTransformer(arch=size, out_indices=(0, 1, 2, 3))
+        return SwinTransformer(arch=size, out_indices=(0, 1, 2, 3)), 'mmpretrain'
     except ImportError:
         pass
     try:
         import timm
-        return timm.create_model(f'swin_{size}_patch4_window7_224', features_only=True)
+        model = timm.create_model(f'swin_{size}_patch4_window7_224', features_only=True,
+                                  img_size=tuple(img_size))
+        return model, f'timm {timm.__version__}'
     except (ImportError, RuntimeError):
-        return None
+        return None, 'none'
 
 
 def build_from_config(path: str) -> nn.Module:
@@ -70,12 +80,6 @@ def complexity(model: nn.Module, shape: Sequence[int]) -> Dict[str, float]:
     from mmevt.analysis import GIGA, MEGA, count_macs, count_params
     return dict(params_m=count_params(model) / MEGA,
                 gmacs=count_macs(model, (1, ) + tuple(shape[1:])) / GIGA)
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == 'cuda':
-        return torch.cuda.get_device_name(device)
-    return f'CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)'
 
 
 def timed(fn: Callable[[], None], device: torch.device, warmup: int, iters: int) -> float:
@@ -183,6 +187,8 @@ class Job(NamedTuple):
     train: bool
     dtype: str
     compiled: bool
+    attn_impl: str  # EVT's attention path ('-' for other models)
+    source: str  # where the model came from
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -209,7 +215,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--compile-backend', default='inductor',
                         help="torch.compile's backend (default: inductor; 'aot_eager' traces "
                              'and runs without code generation, to check a setup quickly)')
-    parser.add_argument('--attn-impl', default='auto')
+    parser.add_argument('--attn-impl', nargs='+', default=['auto'],
+                        help="EVT's attention paths, each a row of its own (default: auto)")
     parser.add_argument('--warmup', type=int, default=3)
     parser.add_argument('--iters', type=int, default=10)
     parser.add_argument('--rounds', type=int, default=1,
@@ -217,6 +224,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--profile', type=int, default=0, metavar='TOP',
                         help='print the TOP costliest ops of one step of each case')
     parser.add_argument('--json', help='write the results here')
+    parser.add_argument('--jsonl', help='append each row to this JSON-lines file as soon as '
+                        'it is measured')
+    parser.add_argument('--tag', default='', help="a label put in each --jsonl row ('step')")
     return parser.parse_args(argv)
 
 
@@ -230,21 +240,35 @@ def input_cases(args: argparse.Namespace) -> List[Tuple[str, Tuple[int, ...], bo
     return [(f'b{b}@{args.size}', (b, 3, args.size, args.size), False)]
 
 
-def build_models(args: argparse.Namespace) -> List[Tuple[str, nn.Module]]:
-    """``(name, backbone)`` of each ``--arch`` and ``--config``; prints a table row for a
-    Swin that neither mmpretrain nor timm can build."""
+class Variant(NamedTuple):
+    """One model to measure in each case: a name, EVT's attention path, its origin."""
+    name: str
+    attn_impl: str  # '-' for models without EVT attention
+    source: str
+    model_for: Callable[[Tuple[int, ...]], nn.Module]  # input shape -> the model
+
+
+def build_models(args: argparse.Namespace) -> List[Variant]:
+    """A :class:`Variant` per ``--arch`` (per ``--attn-impl`` for EVT / RMT) and
+    ``--config``; prints a table row for a Swin that neither mmpretrain nor timm can build.
+    Models are built once, except timm's Swin, once per input size."""
     archs = args.arch if args.arch is not None else ([] if args.config else DEFAULT_ARCHS)
-    makers = [(a, lambda a=a: build(a, args.attn_impl)) for a in archs]
-    makers += [(osp.splitext(osp.basename(c))[0], lambda c=c: build_from_config(c))
-               for c in args.config]
-    built = []
-    for name, make in makers:
-        model = make()
-        if model is None:
-            print(f'| {name} | - | - | - | (no mmpretrain or timm: skipped) | | |')
-        else:
-            built.append((name, model))
-    return built
+    variants = []
+    for arch in archs:
+        for impl in (['-'] if arch in SWIN_SIZES else args.attn_impl):
+            model, source = build(arch, impl if impl != '-' else 'auto')
+            if model is None:
+                print(f'| {arch} | - | - | - | (no mmpretrain or timm: skipped) | | |')
+                break
+            sized = functools.lru_cache()(lambda hw, arch=arch: build(arch, 'auto', hw)[0])
+            variants.append(Variant(arch, impl, source, (
+                (lambda shape, sized=sized: sized(tuple(shape[2:])))
+                if source.startswith('timm') else (lambda shape, model=model: model))))
+    for c in args.config:
+        model = build_from_config(c)
+        variants.append(Variant(osp.splitext(osp.basename(c))[0], 'config', 'config',
+                                lambda shape, model=model: model))
+    return variants
 
 
 def print_header(with_complexity: bool) -> None:
@@ -259,14 +283,18 @@ def summarise(job: Job, runs: List[Dict[str, float]], cost: Dict[str, float]) ->
     r = dict(seconds=sec, images_per_s=job.shape[0] / sec)
     if 'peak_mem_mb' in runs[0]:
         r['peak_mem_mb'] = max(x['peak_mem_mb'] for x in runs)
-    return dict(arch=job.name, case=job.case, dtype=job.dtype, compiled=job.compiled, **r,
+    return dict(arch=job.name, case=job.case, shape=list(job.shape), dtype=job.dtype,
+                compiled=job.compiled, attn_impl=job.attn_impl, source=job.source, **r,
                 **cost)
 
 
 def print_row(row: dict) -> None:
     peak = f"{row['peak_mem_mb']:.0f}" if 'peak_mem_mb' in row else '-'
     cols = f" {row['params_m']:.2f} | {row['gmacs']:.2f} |" if 'params_m' in row else ''
-    print(f"| {row['arch']} | {row['case']} | {row['dtype']} | {row['compiled']} | "
+    # the path is named only when asked for: plain rows keep the arch alone
+    name = (row['arch'] if row['attn_impl'] in ('auto', '-', 'config')
+            else f"{row['arch']} ({row['attn_impl']})")
+    print(f"| {name} | {row['case']} | {row['dtype']} | {row['compiled']} | "
           f"{1e3 * row['seconds']:.1f} | {row['images_per_s']:.1f} | {peak} |{cols}",
           flush=True)
 
@@ -302,18 +330,20 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     cases = input_cases(args)
     print(f'device: {device_name(device)}; torch {torch.__version__}')
     print_header(args.complexity)
-    built = build_models(args)
+    variants = build_models(args)
     compiled = {'no': [False], 'both': [False, True], 'only': [True]}[args.compile]
-    jobs = [Job(name, model, case, shape, train, dtype, comp)
-            for name, model in built for case, shape, train in cases
+    jobs = [Job(v.name, v.model_for(shape), case, shape, train, dtype, comp, v.attn_impl,
+                v.source)
+            for v in variants for case, shape, train in cases
             for dtype in args.dtype for comp in compiled]
-    costs = {(name, case): complexity(model, shape) if args.complexity else {}
-             for name, model in built for case, shape, _ in cases}
+    costs = {(v.name, case): complexity(v.model_for(shape), shape) if args.complexity else {}
+             for v in variants for case, shape, _ in cases}
     rows: List[dict] = []
 
     def done(job: Job, runs: List[Dict[str, float]]) -> None:
         rows.append(summarise(job, runs, costs[(job.name, job.case)]))
         print_row(rows[-1])
+        append_row(args.jsonl, rows[-1], step=args.tag)
 
     run_jobs(jobs, device, args, done)
     if args.json:

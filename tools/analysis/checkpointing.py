@@ -17,6 +17,8 @@ import statistics
 
 import torch
 
+from mmevt.analysis.records import append_row, device_name
+
 
 def _benchmark():
     """``tools/analysis/benchmark.py`` as a module (its ``measure`` and ``device_name``)."""
@@ -37,6 +39,8 @@ def main(argv=None) -> None:
     parser.add_argument('--warmup', type=int, default=1)
     parser.add_argument('--iters', type=int, default=3)
     parser.add_argument('--rounds', type=int, default=2)
+    parser.add_argument('--jsonl', help='append each row to this JSON-lines file')
+    parser.add_argument('--tag', default='', help="a label put in each --jsonl row ('step')")
     args = parser.parse_args(argv)
     if args.batch < 1 or min(args.train) < 32:
         parser.error(f'--batch must be >= 1 and --train H W >= 32, got {args.batch}, '
@@ -46,7 +50,7 @@ def main(argv=None) -> None:
     bench = _benchmark()
     device = torch.device(args.device)
     shape = (args.batch, 3, *args.train)
-    print(f'device: {bench.device_name(device)}; torch {torch.__version__}; training step '
+    print(f'device: {device_name(device)}; torch {torch.__version__}; training step '
           f'of the backbone, batch {args.batch}, {args.train[0]} x {args.train[1]} (H x W)')
     print('| arch | with_cp | ms / step | peak MB | time vs off | memory vs off |')
     print('|---|---|---|---|---|---|')
@@ -63,6 +67,9 @@ def main(argv=None) -> None:
         for cp, (sec, mem) in med.items():
             print(f'| {arch} | {cp} | {1e3 * sec:.0f} | {mem:.0f} | '
                   f'{sec / med[False][0]:.2f}x | {mem / med[False][1]:.2f}x |', flush=True)
+            append_row(args.jsonl, dict(arch=arch, case='train', shape=list(shape),
+                                        dtype='fp32', compiled=False, with_cp=cp,
+                                        seconds=sec, peak_mem_mb=mem), step=args.tag)
 
 
 if __name__ == '__main__':

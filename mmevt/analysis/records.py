@@ -1,0 +1,69 @@
+"""What a measurement ran on, and rows written as they are measured.
+
+A GPU session is short and may be cut off at any step, so every tool it runs appends each
+result to a JSON-lines file at once (:func:`append_row`) instead of writing one document at
+the end; :func:`run_environment` is the header that says where the rows come from.
+"""
+import json
+import platform
+import sys
+from importlib import metadata
+from typing import Dict, List, Optional
+
+import torch
+
+# the packages whose versions decide what a measurement means (compile, kernels, Swin)
+VERSIONED = ('torch', 'triton', 'timm', 'mmengine', 'mmpretrain', 'numpy')
+
+
+def device_name(device: torch.device) -> str:
+    """The GPU's name, or the CPU's with the threads torch uses."""
+    if device.type == 'cuda':
+        return torch.cuda.get_device_name(device)
+    return f'CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)'
+
+
+def package_versions(names=VERSIONED) -> Dict[str, Optional[str]]:
+    """Installed version of each package (None: not installed)."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    versions['torch'] = torch.__version__  # the imported one (a PYTHONPATH copy may differ)
+    return versions
+
+
+def run_environment(device: torch.device) -> Dict:
+    """Python, packages, CUDA and the device: the header of a set of measurements."""
+    env = dict(python=platform.python_version(), executable=sys.executable,
+               device=device_name(device), packages=package_versions(),
+               cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())
+    if device.type == 'cuda':
+        props = torch.cuda.get_device_properties(device)
+        env.update(capability='.'.join(map(str, torch.cuda.get_device_capability(device))),
+                   memory_gib=round(props.total_memory / 2**30, 1),
+                   multiprocessors=props.multi_processor_count)
+    return env
+
+
+def append_row(path: Optional[str], row: Dict, **labels) -> None:
+    """Append ``row`` (with ``labels`` first) as one JSON line to ``path`` (None: nothing)."""
+    if path:
+        with open(path, 'a') as f:
+            f.write(json.dumps({**labels, **row}) + '\n')
+
+
+def read_rows(path: str) -> List[Dict]:
+    """The rows of a JSON-lines file; a torn last line (a step killed mid-write) is dropped."""
+    with open(path) as f:
+        lines = [line for line in f.read().split('\n') if line.strip()]
+    rows = []
+    for i, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i < len(lines) - 1:
+                raise ValueError(f'{path}: line {i + 1} is not JSON: {line[:80]!r}')
+    return rows
