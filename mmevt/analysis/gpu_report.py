@@ -165,6 +165,9 @@ def render(env: Dict, rows: Iterable[Dict]) -> str:
     lines = [f"Device: {env.get('device')}; Python {env.get('python')}, torch "
              f"{pk.get('torch')}, triton {pk.get('triton')}, timm {pk.get('timm')}, CUDA "
              f"{env.get('cuda')}; driver {env.get('driver', '-')}.", '',
+             *(['A rehearsal on the CPU: these are not GPU numbers, and "auto picks" is the '
+                "rule's choice on CUDA.", ''] if str(env.get('device')).startswith('CPU')
+               else []),
              '### Correctness on the device', '', *check_lines(rows), '',
              f'### Throughput, {tp} (images/s; fp32 with TF32 off, bf16 autocast)', '',
              *_pivot(rows, tp, _ips), '',
