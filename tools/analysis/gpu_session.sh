@@ -25,8 +25,8 @@ PY=${PYTHON:-python3}
 ROWS="$OUT/rows.jsonl"
 
 # name:limit in the order they run (cheapest first)
-# (name:limit in seconds). The compiled steps cost their traces: the rehearsal took 30-60 s
-# per EVT-S compile (dynamo alone, this 2-core CPU), so they may stop at their limits with
+# (name:limit in seconds). The compiled steps cost their traces: the rehearsal took 25-48 s
+# per EVT-S compile (no code generation, a 2-core CPU), so they may stop at their limits with
 # part of their rows; a rerun names them with more (compiled=300).
 STEPS=(checks:20 throughput:20 train:20 with_cp:15 scaling:15 checks-compiled:40
        compiled:90 compiled-train:45 backbone:35)
