@@ -46,7 +46,7 @@ def _compare(fn, impl: str, base, ref, ref_grads, case: Dict, device: torch.devi
     """One row per precision: ``fn`` (attention with ``attn_impl=impl``) against the fp32
     reference output (and input gradients when ``needs_grad``)."""
     for precision, (dtype, autocast, tol) in PRECISIONS.items():
-        q, k, v = (t.to(dtype).requires_grad_(needs_grad) for t in base)
+        q, k, v = (t.detach().to(dtype).requires_grad_(needs_grad) for t in base)
         with torch.autocast(device.type, autocast or torch.float32,
                             enabled=autocast is not None):
             out = fn(q, k, v, attn_impl=impl)
