@@ -23,6 +23,10 @@ def test_gpu_checks_quick_on_the_cpu(capsys):
     assert {r['impl'] for r in results} >= {'sdpa'}
     bad = [r for r in results if not r['ok']]
     assert not bad, bad
+    # the compiled part: every layout with EVT's decay, and RMT's Manhattan decay once
+    cases = tool.COMPILED_CASES
+    assert {m for m, d in cases if d == 'euclidean'} == set(tool.LAYOUTS)
+    assert ('full', 'manhattan') in cases and len(set(cases)) == len(cases)
 
 
 SESSION = osp.join(REPO, 'tools', 'analysis', 'gpu_session.sh')

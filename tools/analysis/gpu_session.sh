@@ -25,11 +25,12 @@ PY=${PYTHON:-python3}
 ROWS="$OUT/rows.jsonl"
 
 # name:limit in the order they run (cheapest first)
-# (name:limit in seconds). The compiled steps cost their traces: the rehearsal took 25-48 s
-# per EVT-S compile (no code generation, a 2-core CPU), so they may stop at their limits with
-# part of their rows; a rerun names them with more (compiled=300).
-STEPS=(checks:20 throughput:20 train:20 with_cp:15 scaling:15 checks-compiled:40
-       compiled:90 compiled-train:45 backbone:35)
+# (name:limit in seconds). Correctness first, then eager timing, then the compiled steps,
+# which cost their traces: the rehearsal took 25-48 s per EVT-S compile (no code generation,
+# a 2-core CPU) and 59 s for the backbone check, so they may stop at their limits with part
+# of their rows; a rerun names them with more (compiled=300).
+STEPS=(checks:20 throughput:20 train:20 with_cp:15 scaling:10 checks-compiled:40
+       backbone:90 compiled:50 compiled-train:35)
 if [ "${REHEARSE:-0}" = 1 ]; then
     # the same commands, CPU-sized (Swin's last stage needs a 7 x 7 window: 224); compiled
     # without code generation (aot_eager); training on SDPA only: Flex has no CPU backward
@@ -37,38 +38,54 @@ if [ "${REHEARSE:-0}" = 1 ]; then
     WARM="--warmup 0 --iters 1" SCALE=20 TRAIN_IMPLS=sdpa
 else
     DEV=cuda BACKEND=inductor TP="--batch 64 --size 224" TRAIN="800 1344"
-    SIZES="224 512 1024 1536" WARM="" SCALE=1 TRAIN_IMPLS="sdpa flex"
+    SIZES="224 512 1024 1536" WARM="" SCALE=1 TRAIN_IMPLS="flex sdpa"
 fi
 B="$PY tools/analysis/benchmark.py --device $DEV --compile-backend $BACKEND --jsonl $ROWS"
 C="$PY tools/analysis/gpu_checks.py --device $DEV --compile-backend $BACKEND --jsonl $ROWS"
 
+each() {  # run each command (a string), all of them; return the first non-zero exit code
+    local rc=0 c r
+    for c in "$@"; do
+        eval "$c"
+        r=$?
+        [ "$rc" -ne 0 ] || rc=$r
+    done
+    return "$rc"
+}
+
 run_step() {  # the commands of one step; $1 is also the row label
+    # warm-up / iterations per kind of case (a rehearsal: WARM for all); each a variable, so
+    # that it splits into words where it is used
     local w=${WARM:-"--warmup 3 --iters 10"} wt=${WARM:-"--warmup 2 --iters 5"}
+    local wc=${WARM:-"--warmup 1 --iters 3"} t="--tag $1"
     case $1 in
     checks) $C --part paths ;;
-    throughput)  # eager: EVT-S on both paths, RMT-S and Swin-T as they come
-        $B --tag "$1" --arch evt-s --attn-impl sdpa flex $TP $w &&
-        $B --tag "$1" --arch rmt-s swin-t $TP $w ;;
+    throughput)  # eager: EVT-S on both paths, RMT-S and Swin-T, each run whatever the others do
+        each "$B $t --arch evt-s --attn-impl sdpa flex $TP $w" \
+             "$B $t --arch rmt-s swin-t $TP $w" ;;
     train)
-        $B --tag "$1" --arch evt-s --attn-impl $TRAIN_IMPLS --train $TRAIN $wt &&
-        $B --tag "$1" --arch rmt-s swin-t --train $TRAIN $wt ;;
+        each "$B $t --arch evt-s --attn-impl $TRAIN_IMPLS --train $TRAIN $wt" \
+             "$B $t --arch rmt-s swin-t --train $TRAIN $wt" ;;
     with_cp) $PY tools/analysis/checkpointing.py --device $DEV --arch evt-s rmt-s \
-        --train $TRAIN --rounds 1 ${WARM:-"--warmup 1 --iters 3"} --jsonl "$ROWS" --tag "$1" ;;
-    scaling) $B --tag "$1" --arch evt-s rmt-s swin-t --scaling $SIZES --dtype bf16 $wt ;;
+        --train $TRAIN --rounds 1 $wc --jsonl "$ROWS" $t ;;
+    scaling) $B $t --arch evt-s rmt-s swin-t --scaling $SIZES --dtype bf16 $wt ;;
     checks-compiled) $C --part compiled ;;
-    compiled)  # one compile per model and dtype; bf16 and EVT-S first (kept if cut off)
-        $B --tag "$1" --arch evt-s --attn-impl sdpa flex $TP --dtype bf16 fp32 \
-            --compile only $w &&
-        $B --tag "$1" --arch swin-t rmt-s $TP --dtype bf16 fp32 --compile only $w ;;
-    compiled-train)  # the auto rule's training case: EVT-S only, bf16 only (time)
-        $B --tag "$1" --arch evt-s --attn-impl $TRAIN_IMPLS --train $TRAIN --dtype bf16 \
-            --compile only $wt ;;
     backbone) $C --part backbone ;;
+    compiled)  # one compile per model and dtype, in the order the report needs them most
+        # (kept if the limit cuts the step): bf16 (EVT-S on Flex, what 'auto' runs compiled,
+        # then SDPA; Swin-T, RMT-S), then the same in fp32
+        each "$B $t --arch evt-s --attn-impl flex sdpa $TP --dtype bf16 --compile only $w" \
+             "$B $t --arch swin-t rmt-s $TP --dtype bf16 --compile only $w" \
+             "$B $t --arch evt-s --attn-impl flex sdpa $TP --dtype fp32 --compile only $w" \
+             "$B $t --arch swin-t rmt-s $TP --dtype fp32 --compile only $w" ;;
+    compiled-train)  # the auto rule's training case: EVT-S only, bf16 only (time)
+        $B $t --arch evt-s --attn-impl $TRAIN_IMPLS --train $TRAIN --dtype bf16 \
+            --compile only $wt ;;
     *) echo "unknown step $1; the steps: ${STEPS[*]%%:*}" >&2; return 2 ;;
     esac
 }
 
-export -f run_step
+export -f run_step each
 export PY B C ROWS DEV TP TRAIN SIZES WARM TRAIN_IMPLS
 
 # which steps: every one, or those named (NAME or NAME=SECONDS)
@@ -129,7 +146,7 @@ for name in "${ORDER[@]}"; do
     echo "== $name (limit ${limit}s)"
     start=$SECONDS
     # run_step in a child bash so that `timeout` stops all of a step's commands
-    timeout "$limit" bash -c "run_step $name" 2>&1 | tee "$LOGS/$name.log"
+    timeout -k 10 "$limit" bash -c "run_step $name" 2>&1 | tee "$LOGS/$name.log"
     code=${PIPESTATUS[0]}
     printf '%s\t%s\t%s\t%s\n' "$name" "$code" $((SECONDS - start)) "$limit" >>"$OUT/steps.tsv"
     echo "== $name: exit $code in $((SECONDS - start))s"
