@@ -181,7 +181,7 @@ def test_the_log_says_what_torch_compile_would_run_where_it_differs(caplog, monk
 def test_a_compiled_model_compiles_once(caplog):
     # The per-stage table cache and the path log are Python state: touched while dynamo
     # traces, they became guards that failed on the second call (every model compiled
-    # twice: measured ~90 s per EVT-S trace on this CPU).
+    # twice; an EVT-S trace is 25-48 s on a 2-core CPU, docs/benchmark.md).
     import torch._dynamo
     torch._dynamo.reset()
     model = EVT('evt-test').eval()

@@ -5,17 +5,15 @@ correctness rows, see :mod:`mmevt.analysis.records`); where a rerun measured a c
 its later row wins. "EVT-S" in the targets is EVT-S with the path ``attn_impl='auto'`` picks
 in that setting (what a user gets), and the rule is checked against the faster path.
 """
+import functools
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
-
-from mmevt.ops import choose_impl
 
 # the session's cases (a rehearsal's smaller throughput case is read off its rows)
 THROUGHPUT_CASE = 'b64@224'
 TRAIN_CASE = 'train'
 EVT, RMT, SWIN = 'evt-s', 'rmt-s', 'swin-t'
-EVT_HEAD_DIM = 32  # EVT-S's head dim in stages 2-4 (16 in stage 1): both tile in Flex
 SETTINGS = [(dtype, compiled) for dtype in ('fp32', 'bf16') for compiled in (False, True)]
 
 
@@ -42,9 +40,18 @@ def find(rows: Sequence[Dict], with_cp: Optional[bool] = None, **match) -> Optio
     return hits[-1] if hits else None
 
 
+@functools.lru_cache()
 def auto_path(compiled: bool) -> str:
-    """The path ``attn_impl='auto'`` picks for EVT-S on CUDA, eager or compiled."""
-    return choose_impl(torch.device('cuda'), EVT_HEAD_DIM, compiling=compiled)
+    """The path ``attn_impl='auto'`` picks for EVT-S on CUDA, eager or compiled, asked of
+    the model's own attention modules (built on the meta device: no weights); paths that
+    differ between stages are joined by ``'/'``."""
+    from mmevt.models import EVT as Backbone
+    from mmevt.models.layers import SpatialDecayAttention
+    with torch.device('meta'):
+        model = Backbone(EVT)
+    return '/'.join(dict.fromkeys(
+        m.resolved_impl(torch.device('cuda'), compiling=compiled) for m in model.modules()
+        if isinstance(m, SpatialDecayAttention)))
 
 
 def evt_row(rows, case: str, dtype: str, compiled: bool) -> Optional[Dict]:

@@ -23,7 +23,6 @@ printed with the device name.
 """
 import argparse
 import ctypes
-import functools
 import gc
 import json
 import os.path as osp
@@ -260,10 +259,15 @@ def build_models(args: argparse.Namespace) -> List[Variant]:
             if model is None:
                 print(f'| {arch} | - | - | - | (no mmpretrain or timm: skipped) | | |')
                 break
-            sized = functools.lru_cache()(lambda hw, arch=arch: build(arch, 'auto', hw)[0])
-            variants.append(Variant(arch, impl, source, (
-                (lambda shape, sized=sized: sized(tuple(shape[2:])))
-                if source.startswith('timm') else (lambda shape, model=model: model))))
+            # timm's Swin is built per input size (the one above is 224 x 224's)
+            sizes = {(224, 224): model}
+
+            def model_for(shape, arch=arch, sizes=sizes, per_size=source.startswith('timm')):
+                hw = tuple(shape[2:]) if per_size else (224, 224)
+                if hw not in sizes:
+                    sizes[hw] = build(arch, 'auto', hw)[0]
+                return sizes[hw]
+            variants.append(Variant(arch, impl, source, model_for))
     for c in args.config:
         model = build_from_config(c)
         variants.append(Variant(osp.splitext(osp.basename(c))[0], 'config', 'config',

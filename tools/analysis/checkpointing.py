@@ -21,7 +21,7 @@ from mmevt.analysis.records import append_row, device_name
 
 
 def _benchmark():
-    """``tools/analysis/benchmark.py`` as a module (its ``measure`` and ``device_name``)."""
+    """``tools/analysis/benchmark.py`` as a module (its ``measure``)."""
     path = osp.join(osp.dirname(osp.abspath(__file__)), 'benchmark.py')
     spec = importlib.util.spec_from_file_location('mmevt_benchmark_tool', path)
     module = importlib.util.module_from_spec(spec)

@@ -2,7 +2,7 @@
 # The prepared GPU run of the performance issue: correctness of the fast paths on CUDA,
 # then the benchmark cases of docs/benchmark.md, then the report.
 #
-#   bash tools/analysis/gpu_session.sh                  # every step, cheapest first
+#   bash tools/analysis/gpu_session.sh                  # every step, in STEPS' order
 #   bash tools/analysis/gpu_session.sh compiled=150 backbone   # a rerun: these steps only,
 #                                                              # compiled with 150 s
 #   REHEARSE=1 bash tools/analysis/gpu_session.sh       # on the CPU, tiny sizes (make
@@ -24,11 +24,11 @@ export PYTHONPATH="$PWD:$PWD/.gpu_deps${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFE
 PY=${PYTHON:-python3}
 ROWS="$OUT/rows.jsonl"
 
-# name:limit in the order they run (cheapest first)
-# (name:limit in seconds). Correctness first, then eager timing, then the compiled steps,
-# which cost their traces: the rehearsal took 25-48 s per EVT-S compile (no code generation,
-# a 2-core CPU) and 59 s for the backbone check, so they may stop at their limits with part
-# of their rows; a rerun names them with more (compiled=300).
+# The steps in the order they run (name:limit in seconds): correctness first, then eager
+# timing, then the compiled steps, which cost their traces: the rehearsal took 25-48 s per
+# EVT-S compile (no code generation, a 2-core CPU) and 59 s for the backbone check, so they
+# may stop at their limits with part of their rows; a rerun names them with more
+# (compiled=300).
 STEPS=(checks:20 throughput:20 train:20 with_cp:15 scaling:10 checks-compiled:40
        backbone:90 compiled:50 compiled-train:35)
 if [ "${REHEARSE:-0}" = 1 ]; then
@@ -112,7 +112,7 @@ else
     done
 fi
 
-if [ -e "$OUT/rows.jsonl" ]; then  # never mix two runs' rows, nor overwrite one
+if [ -e "$ROWS" ]; then  # never mix two runs' rows, nor overwrite one
     echo "OUT=$OUT already holds results (rows.jsonl): name another OUT" >&2
     exit 2
 fi
