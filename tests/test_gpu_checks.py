@@ -62,6 +62,9 @@ def test_gpu_session_rehearsal_returns_few_files_with_rows_as_measured(tmp_path)
 
     bad = session('throughput', 'no-such-step')
     assert bad.returncode == 2 and 'unknown step no-such-step; the steps: checks' in bad.stdout
+    bad = session('with_cp=1.5')
+    assert bad.returncode == 2 and ("with_cp=1.5: the limit must be whole seconds "
+                                    "(NAME=SECONDS), got '1.5'") in bad.stdout
     assert not out.exists()  # refused before anything was written
     run = session('throughput', 'with_cp=30')
     assert run.returncode == 0, run.stdout[-4000:]
