@@ -12,6 +12,7 @@ from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import Registry
 
+from .stack import unavailable_toolkits
 from .toolkits import TOOLKITS, toolkit_models
 from .engine import LayerDecayOptimWrapperConstructor
 from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
@@ -55,19 +56,26 @@ def register_modules(registry: Registry, modules: Mapping[str, type] = MODULES) 
 
 def register_all_modules() -> List[str]:
     """Register :data:`MODULES` into mmengine's root and each importable toolkit's
-    ``MODELS``.
+    ``MODELS``, but for those the installed mmcv leaves unavailable
+    (:func:`mmevt.stack.unavailable_toolkits`).
 
     Returns:
         list[str]: the toolkits registered into.
     """
     registries = [MMENGINE_MODELS]
     done = []
+    # the installed mmcv is outside their range (mmdet 3.3.0 on mmcv 2.2): not imported;
+    # mmevt.stack.check_stack has warned
+    unavailable = unavailable_toolkits()
     for name in TOOLKITS:
+        if name in unavailable:
+            continue
         try:
             registries.append(toolkit_models(name))
             done.append(name)
-        except ImportError as err:
-            if getattr(err, 'name', None) != name:  # installed but broken (e.g. no mmcv ops)
+        except (ImportError, AssertionError) as err:
+            # installed but broken (e.g. no mmcv ops), or its own version assert refuses
+            if isinstance(err, AssertionError) or getattr(err, 'name', None) != name:
                 warnings.warn(f'mmevt: {name} failed to import ({err}); EVT is not '
                               f'registered for {name}')
     for registry in registries:

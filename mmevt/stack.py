@@ -5,8 +5,13 @@ under different distribution names; :data:`STACKS` lists what mmevt supports on 
 :func:`check_stack` (run by ``import mmevt``) refuses anything else with an error naming the
 installed versions and both stacks. mmengine is required; mmcv is checked where installed
 (the backbone itself needs only torch and mmengine).
+
+A stack's mmcv range is the widest its toolkits import with; a toolkit whose own range
+(:data:`TOOLKIT_MMCV`) leaves out the installed mmcv is unavailable
+(:func:`unavailable_toolkits`): ``import mmevt`` warns and skips it, and works for the rest.
 """
 import re
+import warnings
 from importlib import metadata
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -23,14 +28,61 @@ class Stack(NamedTuple):
 STACKS: Dict[str, Stack] = {
     'upstream': Stack(
         'upstream OpenMMLab', ('mmengine', '0.10.0', '0.11.0'),
-        ('mmcv', '2.0.0', '2.2.0'),  # mmdet 3.3.0 asserts mmcv < 2.2.0
+        # the widest its toolkits import with (mmpretrain 1.2.0's); mmdet, mmseg and mmpose
+        # stop at 2.2.0 (TOOLKIT_MMCV). PyPI's mmcv releases end at 2.2.0.
+        ('mmcv', '2.0.0', '2.4.0'),
         {'mmengine': '0.10.7', 'mmcv': '2.1.0', 'mmdet': '3.3.0', 'mmsegmentation': '1.2.2',
          'mmpretrain': '1.2.0'}),
     'fork': Stack(
         'onedl fork (VBTI-development)', ('onedl-mmengine', '0.10.8', '0.11.0'),
-        ('onedl-mmcv', '2.2.0', '2.4.0'),  # onedl-mmpretrain 1.3.6 asserts mmcv < 2.4.0
+        # onedl-mmpretrain 1.3.6 asserts mmcv < 2.4.0; PyPI has onedl-mmcv 2.3.0 - 2.3.6 only
+        ('onedl-mmcv', '2.2.0', '2.4.0'),
         {'onedl-mmengine': '0.10.12', 'onedl-mmcv': '2.3.6', 'onedl-mmdetection': '3.5.1',
          'onedl-mmsegmentation': '1.4.2', 'onedl-mmpretrain': '1.3.6'}),
+}
+
+
+class ToolkitRange(NamedTuple):
+    """The mmcv versions one toolkit, at the version a stack tests, imports with."""
+    module: str  # the toolkit's module, as in mmevt.toolkits.TOOLKITS
+    dist: str  # its distribution on that stack
+    low: Optional[str]  # lowest mmcv it accepts (None: no lower bound)
+    high: Optional[str]  # first mmcv it refuses (None: no upper bound)
+    why: str  # the bound and where it comes from (the toolkit's file and lines)
+
+
+# Read from each distribution's own files (pip download --no-deps <dist>==<version>).
+TOOLKIT_MMCV: Dict[str, Tuple[ToolkitRange, ...]] = {
+    'upstream': (
+        ToolkitRange('mmdet', 'mmdet', '2.0.0rc4', '2.2.0',
+                     'mmdet 3.3.0 asserts mmcv>=2.0.0rc4,<2.2.0 at import '
+                     '(mmdet/__init__.py:8-19)'),
+        ToolkitRange('mmseg', 'mmsegmentation', '2.0.0rc4', '2.2.0',
+                     'mmsegmentation 1.2.2 asserts mmcv>=2.0.0rc4,<2.2.0 at import '
+                     '(mmseg/__init__.py:10-11,61)'),
+        ToolkitRange('mmpretrain', 'mmpretrain', '2.0.0', '2.4.0',
+                     'mmpretrain 1.2.0 asserts mmcv>=2.0.0,<2.4.0 at import '
+                     '(mmpretrain/__init__.py:9-20)'),
+        # mmpose's own assert allows mmcv <= 3.0.0 (mmpose/__init__.py:8-19), but
+        # mmpose.models imports mmdet (mmpose/models/heads/hybrid_heads/rtmo_head.py:9)
+        ToolkitRange('mmpose', 'mmpose', '2.0.0rc4', '2.2.0',
+                     'mmpose 1.3.2 imports mmdet in mmpose.models '
+                     '(mmpose/models/heads/hybrid_heads/rtmo_head.py:9), and mmdet 3.3.0 '
+                     'asserts mmcv<2.2.0'),
+    ),
+    'fork': (  # no fork of mmpose
+        ToolkitRange('mmdet', 'onedl-mmdetection', '2.0.0', None,
+                     'onedl-mmdetection 3.5.1 requires onedl-mmcv>=2.0.0 '
+                     '(its mminstall extra, pyproject.toml:93); no mmcv assert at import '
+                     '(mmdet/__init__.py)'),
+        ToolkitRange('mmseg', 'onedl-mmsegmentation', None, None,
+                     'onedl-mmsegmentation 1.4.2 requires onedl-mmcv, unversioned (its '
+                     'mminstall extra, pyproject.toml:67); no mmcv assert at import '
+                     '(mmseg/__init__.py)'),
+        ToolkitRange('mmpretrain', 'onedl-mmpretrain', '2.0.0', '2.4.0',
+                     'onedl-mmpretrain 1.3.6 asserts mmcv>=2.0.0,<2.4.0 at import '
+                     '(mmpretrain/__init__.py:9-20)'),
+    ),
 }
 
 
@@ -40,8 +92,10 @@ def _version_tuple(version: str) -> Tuple[int, ...]:
     return tuple(int(p) for p in match.group().split('.')) if match else ()
 
 
-def _in_range(version: str, low: str, high: str) -> bool:
-    return _version_tuple(low) <= _version_tuple(version) < _version_tuple(high)
+def _in_range(version: str, low: Optional[str], high: Optional[str]) -> bool:
+    # None: that side is unbounded
+    return ((low is None or _version_tuple(low) <= _version_tuple(version))
+            and (high is None or _version_tuple(version) < _version_tuple(high)))
 
 
 def _installed(dist: str) -> Optional[str]:
@@ -112,9 +166,41 @@ def stack_problems() -> List[str]:
     return problems
 
 
+def unavailable_toolkits() -> Dict[str, str]:
+    """The installed toolkits that cannot import with the installed mmcv, and why.
+
+    Each installed toolkit of the installed mmcv's stack is checked against its own range in
+    :data:`TOOLKIT_MMCV` (e.g. upstream mmcv 2.2.0: mmdet, mmseg and mmpose are unavailable,
+    mmpretrain is not). Empty when no (or no single) mmcv distribution is installed.
+
+    Returns:
+        dict[str, str]: toolkit module -> why, naming the toolkit's bound and its source
+        (``'mmdet 3.3.0 asserts mmcv>=2.0.0rc4,<2.2.0 at import (mmdet/__init__.py:8-19)'``).
+    """
+    cv = installed_distributions('mmcv')
+    if len(cv) != 1:
+        return {}
+    (cv_dist, cv_version), = cv.items()
+    stack = next(name for name, s in STACKS.items() if s.mmcv[0] == cv_dist)
+    return {t.module: t.why for t in TOOLKIT_MMCV[stack]
+            if _installed(t.dist) is not None and not _in_range(cv_version, t.low, t.high)}
+
+
+def unavailable_text() -> str:
+    """:func:`unavailable_toolkits` as one line naming the installed mmcv (empty when every
+    installed toolkit can import), for the import warning and ``python -m mmevt.info``."""
+    unavailable = unavailable_toolkits()
+    if not unavailable:
+        return ''
+    cv = ', '.join(f'{d} {v}' for d, v in installed_distributions('mmcv').items())
+    return (f'{", ".join(unavailable)} cannot import with {cv} (EVT is not registered '
+            f'there): {"; ".join(unavailable.values())}')
+
+
 def check_stack() -> None:
     """Raise if the installed mmengine / mmcv are not a stack mmevt supports
-    (:func:`stack_problems`).
+    (:func:`stack_problems`); else warn, in one warning, naming the toolkits the installed
+    mmcv leaves unavailable (:func:`unavailable_toolkits`).
 
     Raises:
         ImportError: mmengine is missing, or a version or combination is not supported.
@@ -129,3 +215,6 @@ def check_stack() -> None:
     if problems:
         raise ImportError('mmevt cannot run on this OpenMMLab stack: ' + '; '.join(problems)
                           + f'. Supported: {supported_text()}.')
+    unavailable = unavailable_text()
+    if unavailable:
+        warnings.warn(f'mmevt: {unavailable}', stacklevel=2)

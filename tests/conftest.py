@@ -48,3 +48,13 @@ def _restore_default_scope():
     yield
     DefaultScope._instance_dict.clear()
     DefaultScope._instance_dict.update(before)
+
+
+@pytest.fixture
+def safe_globals_restored():
+    """The test changes torch's process-wide allow-list; put it back afterwards."""
+    import torch
+    before = torch.serialization.get_safe_globals()
+    yield
+    torch.serialization.clear_safe_globals()
+    torch.serialization.add_safe_globals(before)

@@ -18,6 +18,10 @@ from types import ModuleType
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIGS = osp.join(REPO, 'configs')
 # Every alternative token mixer once, for the tiny arch inside each task's end-to-end test.
+# what a copy of the checkout for a build or a scratch clone leaves out
+COPY_SKIP = shutil.ignore_patterns('.git', '.venv', '.venv-fork', '.venv-gpu', 'work_dirs', 'data',
+                                   'build', 'dist', '*.egg-info', '__pycache__', '.pytest_cache',
+                                   '.gpu_deps', 'gpu_results', '.mim')
 MIXED_MIXERS = ("[dict(type='routing', n_win=4, topk=2), dict(type='external', memory_size=16), "
                 "'window_grid', 'full']")
 
@@ -161,3 +165,67 @@ def toolkit_tool_env() -> dict:
     ``custom_imports`` import mmevt: on upstream mmengine 0.10.7 it needs ``pkg_resources``
     for ``pkg::`` bases (README, "Which stack"); the fork's mmengine does not."""
     return pkg_resources_env() if current_stack() == 'upstream' else {}
+
+
+# ------------------------------------------- code that is not EVT's: a plain mmengine run
+
+
+def plain_mmengine_runner(work_dir, max_iters=4, interval=2, param_scheduler=None,
+                          optimizer=None, custom_hooks=None, by_epoch=False, **runner_kwargs):
+    """An mmengine ``Runner`` that knows nothing of EVT: a linear model of its own, a metric,
+    generated data (4 iterations an epoch), training that saves a checkpoint and validates
+    every ``interval`` iterations (``by_epoch``: epochs; ``max_iters`` then counts epochs),
+    as a user's existing pipeline does.
+
+    Returns:
+        mmengine.runner.Runner: not yet trained.
+    """
+    import torch
+    from mmengine.evaluator import BaseMetric
+    from mmengine.model import BaseModel
+    from mmengine.runner import Runner
+    from torch.utils.data import DataLoader
+
+    class PlainModel(BaseModel):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(2, 1)
+
+        def forward(self, inputs, data_samples=None, mode='tensor'):
+            out = self.linear(torch.stack(inputs))
+            if mode == 'loss':
+                return {'loss': (out - torch.stack(data_samples)).square().mean()}
+            return list(zip(out, data_samples))
+
+    class PlainMetric(BaseMetric):
+        def process(self, data_batch, data_samples):
+            self.results += [float((o - t).abs().sum()) for o, t in data_samples]
+
+        def compute_metrics(self, results):
+            return {'error': sum(results) / len(results)}
+
+    class PlainDataset(list):  # a toolkit dataset's metainfo, which runners save as meta
+        metainfo = {'classes': ('a', 'b'), 'palette': [(1, 2, 3)]}
+
+    gen = torch.Generator().manual_seed(0)
+    data = PlainDataset(dict(inputs=torch.randn(2, generator=gen),
+                             data_samples=torch.randn(1, generator=gen)) for _ in range(8))
+
+    def loader():
+        from mmengine.dataset import pseudo_collate
+        return DataLoader(data, batch_size=2, collate_fn=pseudo_collate)
+
+    return Runner(
+        model=PlainModel(), work_dir=str(work_dir), train_dataloader=loader(),
+        val_dataloader=loader(), val_evaluator=[PlainMetric()],
+        train_cfg=dict(by_epoch=by_epoch, val_interval=interval,
+                       **{'max_epochs' if by_epoch else 'max_iters': max_iters}),
+        val_cfg=dict(),
+        optim_wrapper=dict(optimizer=optimizer or dict(type='SGD', lr=0.1, momentum=0.9,
+                                                       weight_decay=1e-4)),
+        param_scheduler=param_scheduler,
+        default_hooks=dict(checkpoint=dict(type='CheckpointHook', interval=interval,
+                                           by_epoch=by_epoch, save_best='error', rule='less'),
+                           logger=dict(type='LoggerHook', interval=1)),
+        custom_hooks=custom_hooks, randomness=dict(seed=0),
+        experiment_name=f'plain-{os.path.basename(str(work_dir))}', **runner_kwargs)

@@ -13,8 +13,8 @@ from importlib import metadata
 import pytest
 import torch
 
-from helpers import (BLOCK_PKG_RESOURCES, CONFIGS, HANG_TIMEOUT, REPO, bootstrap_wheel,
-                     current_stack, run_tool)
+from helpers import (BLOCK_PKG_RESOURCES, CONFIGS, COPY_SKIP, HANG_TIMEOUT, REPO,
+                     bootstrap_wheel, current_stack, run_tool)
 
 MASK_RCNN = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
 UPERNET = osp.join(CONFIGS, 'seg', 'upernet', 'upernet_evt-t_8xb2-160k_ade20k-512x512.py')
@@ -171,15 +171,6 @@ def _runner_like_checkpoint(path):
                 'meta': {'seed': np.int64(3), 'hist': np.arange(3)}}, path)
 
 
-@pytest.fixture
-def safe_globals_restored():
-    """The test changes torch's process-wide allow-list; put it back afterwards."""
-    before = torch.serialization.get_safe_globals()
-    yield
-    torch.serialization.clear_safe_globals()
-    torch.serialization.add_safe_globals(before)
-
-
 def test_hostile_checkpoints_are_refused_and_the_allow_list_survives(tmp_path,
                                                                      safe_globals_restored):
     import mmevt  # noqa: F401
@@ -254,7 +245,6 @@ def test_unsafe_loading_only_by_explicit_opt_out_and_logged(tmp_path):
 @pytest.fixture(scope='module')
 def wheel_dir(tmp_path_factory):
     """mmevt's wheel (built from a copy of the sources) beside an upstream mmengine wheel."""
-    from test_packaging import COPY_SKIP
     tmp = tmp_path_factory.mktemp('wheels')
     src, out = tmp / 'mmevt-src', tmp / 'links'
     shutil.copytree(REPO, src, ignore=COPY_SKIP)

@@ -18,12 +18,9 @@ import pytest
 import torch
 from packaging.requirements import Requirement
 
-from helpers import CONFIGS, HANG_TIMEOUT, REPO, load_tool, tool_env
+from helpers import COPY_SKIP, CONFIGS, HANG_TIMEOUT, REPO, load_tool, tool_env
 
 README_SECTION = '## Add EVT to your own environment'
-COPY_SKIP = shutil.ignore_patterns('.git', '.venv', '.venv-fork', 'work_dirs', 'data', 'build',
-                                   'dist', '*.egg-info', '__pycache__', '.pytest_cache',
-                                   '.gpu_deps', 'gpu_results', '.mim')
 
 
 def readme_blocks(lang: str):

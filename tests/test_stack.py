@@ -222,3 +222,151 @@ def test_a_scope_that_cannot_pick_a_toolkit_says_why(scope, reason):
     with pytest.raises(ValueError, match=rf"x\.py: default_scope must be one of .*got "
                                          rf"{re.escape(repr(scope))}: {reason}"):
         config_toolkit(dict(default_scope=scope), 'x.py')
+
+
+# ------------------------------------------------------------------ package look-up by name
+def test_package_lookup_finds_the_module_named_like_the_distribution(monkeypatch):
+    import importlib.util
+    from importlib import metadata
+    from types import SimpleNamespace
+
+    from mmevt.patches import config_resolution as lookup
+
+    def where(module):
+        return osp.dirname(importlib.util.find_spec(module).origin)
+
+    # torch's distribution also installs functorch, setuptools' _distutils_hack: both sort
+    # first; PyYAML's module is yaml (beside _yaml), Pillow's PIL
+    assert lookup.get_installed_path('torch') == osp.dirname(torch.__file__)
+    for dist, module in {'setuptools': 'setuptools', 'mmengine': 'mmengine',
+                         'PyYAML': 'yaml', 'Pillow': 'PIL'}.items():
+        assert lookup.get_installed_path(dist) == where(module), dist
+        assert lookup.package2module(dist) == module
+    # the fork's onedl-mmcv: its one package is mmcv (top_level.txt also lists build, docs)
+    files = [metadata.PackagePath(p) for p in ('docs/conf.py', 'mmcv/__init__.py',
+                                                'mmcv/ops/__init__.py', 'build/lib/x.py')]
+    real = metadata.distribution
+    monkeypatch.setattr(metadata, 'distribution', lambda name: SimpleNamespace(files=files)
+                        if name == 'onedl-mmcv' else real(name))
+    assert lookup.package2module('onedl-mmcv') == 'mmcv'
+    assert lookup.package2module('mmsegmentation') == 'mmseg'  # MODULE2PACKAGE first
+    assert lookup.package2module('no-such-toolkit') == 'no_such_toolkit'
+
+
+# ------------------------------------------------------------------ mmcv and each toolkit
+UPSTREAM = {'mmengine': '0.10.7', 'mmdet': '3.3.0', 'mmsegmentation': '1.2.2',
+            'mmpretrain': '1.2.0', 'mmpose': '1.3.2'}
+FORK = {'onedl-mmengine': '0.10.12', 'onedl-mmdetection': '3.5.1',
+        'onedl-mmsegmentation': '1.4.2', 'onedl-mmpretrain': '1.3.6'}
+
+
+def test_upstream_mmcv_2_2_is_accepted_naming_the_toolkits_it_leaves_out(monkeypatch):
+    import warnings
+
+    from mmevt import stack
+    monkeypatch.setattr(stack, '_installed', dict(UPSTREAM, mmcv='2.2.0').get)
+    assert stack.stack_problems() == []
+    unavailable = stack.unavailable_toolkits()
+    assert list(unavailable) == ['mmdet', 'mmseg', 'mmpose']  # mmpretrain allows < 2.4.0
+    assert unavailable['mmdet'].startswith('mmdet 3.3.0 asserts mmcv>=2.0.0rc4,<2.2.0')
+    assert 'mmdet 3.3.0 asserts mmcv<2.2.0' in unavailable['mmpose']  # through mmdet
+    with pytest.warns(UserWarning) as caught:
+        stack.check_stack()
+    assert len(caught) == 1, [str(w.message) for w in caught]
+    assert str(caught[0].message).startswith(
+        'mmevt: mmdet, mmseg, mmpose cannot import with mmcv 2.2.0 (EVT is not registered '
+        'there): mmdet 3.3.0 asserts')
+    # mmcv 2.1.0 (the tested one): every toolkit, and no warning
+    monkeypatch.setattr(stack, '_installed', dict(UPSTREAM, mmcv='2.1.0').get)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        stack.check_stack()
+    assert stack.unavailable_toolkits() == {} and stack.unavailable_text() == ''
+    # the fork's toolkits all import with its onedl-mmcv 2.3.6
+    monkeypatch.setattr(stack, '_installed', dict(FORK, **{'onedl-mmcv': '2.3.6'}).get)
+    assert stack.stack_problems() == [] and stack.unavailable_toolkits() == {}
+
+
+def test_an_mmcv_no_toolkit_imports_with_is_refused(monkeypatch):
+    from mmevt import stack
+    cases = {
+        'mmcv 2.4.0 is installed; mmevt supports mmcv>=2.0.0,<2.4.0': dict(UPSTREAM,
+                                                                          mmcv='2.4.0'),
+        'mmcv 1.7.2 is installed; mmevt supports mmcv>=2.0.0,<2.4.0': dict(UPSTREAM,
+                                                                          mmcv='1.7.2'),
+        'mmengine (upstream) is installed with onedl-mmcv (fork): use one stack':
+            dict(UPSTREAM, **{'onedl-mmcv': '2.3.6'}),
+        'onedl-mmengine (fork) is installed with mmcv (upstream): use one stack':
+            dict(FORK, mmcv='2.2.0'),
+        'both mmcv 2.2.0 and onedl-mmcv 2.3.6 are installed':
+            dict(UPSTREAM, mmcv='2.2.0', **{'onedl-mmcv': '2.3.6'}),
+    }
+    for expected, installed in cases.items():
+        monkeypatch.setattr(stack, '_installed', installed.get)
+        with pytest.raises(ImportError) as err:
+            stack.check_stack()
+        assert expected in str(err.value), str(err.value)
+        assert 'onedl-mmcv>=2.2.0,<2.4.0' in str(err.value)
+
+
+def test_each_stacks_mmcv_range_is_the_widest_of_its_toolkits():
+    from mmevt.stack import STACKS, TOOLKIT_MMCV, _version_tuple
+    from mmevt.toolkits import TOOLKITS
+    for name, stack in STACKS.items():
+        ranges = TOOLKIT_MMCV[name]
+        assert {t.module for t in ranges} <= set(TOOLKITS)
+        assert {t.dist for t in ranges} <= set(stack.tested) | {'mmpose'}
+        caps = [t.high for t in ranges if t.high is not None]
+        assert max(caps, key=_version_tuple) == stack.mmcv[2], name
+
+
+def test_registration_skips_the_toolkits_mmcv_leaves_out(monkeypatch):
+    import mmevt  # noqa: F401
+    from mmevt import registry
+    monkeypatch.setattr(registry, 'unavailable_toolkits',
+                        lambda: {'mmseg': 'mmsegmentation 1.2.2 asserts ...', 'mmpose': '...'})
+    real = registry.toolkit_models
+
+    def mmdet_refuses(name):  # what mmdet 3.3.0's own assert does on mmcv 2.2.0
+        if name == 'mmdet':
+            raise AssertionError('MMCV==2.2.0 is used but incompatible. Please install '
+                                 'mmcv>=2.0.0rc4, <2.2.0.')
+        return real(name)
+
+    monkeypatch.setattr(registry, 'toolkit_models', mmdet_refuses)
+    with pytest.warns(UserWarning, match=r'mmdet failed to import \(MMCV==2\.2\.0 is used'):
+        assert registry.register_all_modules() == ['mmpretrain']
+
+
+FAKE_MMCV = r'''
+import sys, warnings
+from importlib import metadata
+import mmcv
+mmcv.__version__ = sys.argv[1]  # what the toolkits' own asserts read
+real_version = metadata.version
+metadata.version = lambda dist: sys.argv[1] if dist == 'mmcv' else real_version(dist)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter('always')
+    import mmevt
+print('REGISTERED', mmevt.REGISTERED_TOOLKITS)
+print('WARNED', sum('cannot import with mmcv' in str(w.message) for w in caught))
+for toolkit in ('mmdet', 'mmseg', 'mmpretrain', 'mmpose.models'):
+    try:
+        __import__(toolkit)
+        print('IMPORTS', toolkit)
+    except AssertionError as err:
+        print('REFUSES', toolkit, err)
+'''
+
+
+@pytest.mark.e2e
+def test_import_works_on_mmcv_2_2_with_the_toolkits_that_allow_it():
+    # the installed toolkits' own asserts, against mmcv's version faked to 2.2.0: the table
+    # in mmevt.stack says what they do, and import mmevt works for the rest
+    if current_stack() != 'upstream':
+        pytest.skip('upstream mmcv 2.2.0: the fork has no such mmcv')
+    out = run_tool('-c', FAKE_MMCV, '2.2.0')
+    assert "REGISTERED ['mmpretrain']" in out and 'WARNED 1' in out, out
+    for toolkit in ('mmdet', 'mmseg', 'mmpose.models'):
+        assert f'REFUSES {toolkit} MMCV==2.2.0 is used but incompatible' in out, out
+    assert 'IMPORTS mmpretrain' in out, out

@@ -1,15 +1,22 @@
 """Every change mmevt makes to another library, listed in :data:`PATCHES`.
 
-``import mmevt`` applies the ones marked ``when='import'`` (:func:`apply_import_patches`);
-the mmdeploy fixes apply only inside :func:`mmevt.deploy.rewriters.mmdeploy_compat`, i.e.
-while ``mmevt-deploy`` runs, and the ``pkg_resources`` stand-in only while our ``vis_cam.py``
+``import mmevt`` applies the ones marked ``when='import'`` (:func:`apply_import_patches`),
+except those switched off by name in the environment variable ``MMEVT_PATCHES``
+(:data:`SWITCH_ENV`, e.g. ``MMEVT_PATCHES=-atomic-local-writes,-flop-handles``), read at
+import so that dataloader workers and launched processes inherit it. The mmdeploy fixes
+apply only inside :func:`mmevt.deploy.rewriters.mmdeploy_compat`, i.e. while
+``mmevt-deploy`` runs, and the ``pkg_resources`` stand-in only while our ``vis_cam.py``
 loads mmpretrain's. ``python -m mmevt.info`` prints the installed stack and this table,
 with what is applied in that process, for bug reports.
+
+Each entry also says what changes for code that is not EVT's (``others``): a user's other
+models, files and checkpoints in the same process.
 
 Each entry says what it fixes and on which stack it is needed: upstream OpenMMLab (mmengine
 0.10.7, mmdeploy 1.3.1) and the onedl fork (onedl-mmengine 0.10.12) share most of these
 bugs; where the fork differs, the entry says how.
 """
+import os
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from . import atomic_writes, checkpoint_loading, config_resolution, cpu_distributed
@@ -26,6 +33,7 @@ class Patch(NamedTuple):
     reference: str  # upstream issue / PR, or where it was found
     when: str  # 'import' (import mmevt), else the tool inside which it applies
     apply: Optional[Callable[[], None]] = None
+    others: str = 'nothing: it applies only inside that tool'  # what changes for other code
 
 
 def _flop_handles() -> None:
@@ -46,52 +54,84 @@ PATCHES: Tuple[Patch, ...] = (
           'needed: its importlib versions look up MODULE2PACKAGE names, and '
           "'mmsegmentation' is not the fork's distribution (onedl-mmsegmentation)",
           'open-mmlab/mmengine#1676 (merged after 0.10.7, never released)', 'import',
-          config_resolution.enable_package_lookup),
+          config_resolution.enable_package_lookup,
+          "mmengine's is_installed / get_installed_path answer from the module Python "
+          'would import (a package earlier on sys.path wins, as at import) instead of '
+          "pkg_resources' records; where pkg_resources is missing they work instead of "
+          'raising'),
     Patch('config-prefix', 'mmevt.patches.config_resolution',
           ('mmengine.config.utils.MODULE2PACKAGE', ),
           "adds 'mmevt' so mmevt:: paths resolve", 'needed', 'needed',
           'mmengine knows a fixed list of OpenMMLab packages', 'import',
-          config_resolution.enable_config_prefix),
+          config_resolution.enable_config_prefix,
+          "one more key in MODULE2PACKAGE ('mmevt'); nothing else"),
     Patch('config-index-cache', 'mmevt.patches.config_resolution',
           ('mmengine.config.utils._get_cfg_metainfo', ),
           "reads a toolkit's metafiles once per process, not for every pkg:: base "
           '(same answers, same ValueError fallback)', 'speed-up', 'speed-up (same code)',
           'none filed (measured here: an UperNet config parses in a tenth of the time)',
-          'import', config_resolution.enable_config_index_cache),
+          'import', config_resolution.enable_config_index_cache,
+          "every config's pkg:: bases parse faster; a metafile edited while the process "
+          'runs is not re-read'),
     Patch('checkpoint-allow-list', 'mmevt.patches.checkpoint_loading',
           ('torch.serialization safe globals', ),
           'OpenMMLab runner checkpoints load under weights_only=True (HistoryBuffer, '
-          'numpy, a restricted getattr)',
+          'numpy arrays / scalars / dtypes under their numpy 1 and numpy 2 names, a '
+          "restricted getattr for HistoryBuffer's statistics and OneCycle's anneal "
+          'functions)',
           'needed: mmengine 0.10.7 loads with torch\'s default weights_only=True '
           'without an allow-list', 'needed: the fork allow-lists only inside its loader, '
           'with the real getattr', 'open-mmlab/mmengine#1655', 'import',
-          checkpoint_loading.enable_safe_checkpoint_loading),
+          checkpoint_loading.enable_safe_checkpoint_loading,
+          "every torch.load(weights_only=True) in the process accepts these objects too; "
+          'the real getattr and every other global stay refused'),
     Patch('strict-checkpoint-loader', 'mmevt.patches.checkpoint_loading',
           ("mmengine.runner.checkpoint.CheckpointLoader scheme ''",
+           'mmengine.runner.checkpoint.load_url',
+           "mmengine.runner.checkpoint's name torch (its load only)",
            'mmengine.runner.checkpoint._safe_torch_load (fork)'),
-          'local checkpoints load with the allow-list in force, a refused file raises '
-          '(opt-out: MMEVT_ALLOW_UNSAFE_CHECKPOINTS=1, logged)',
-          'same behaviour as torch.load; adds the opt-out and the allow-list guard',
-          'needed: _safe_torch_load retries refused files with weights_only=False and '
-          "its safe_globals context removes mmevt's entries on exit",
-          'found here (fork 0.10.12 mmengine/runner/checkpoint.py)', 'import',
-          checkpoint_loading.enable_strict_checkpoint_loader),
+          "every CheckpointLoader scheme (local, http(s), torchvision / modelzoo, "
+          'open-mmlab, mmcls, pavi, s3 / petrel) loads with weights_only=True and the '
+          'allow-list in force; a refused file raises in mmevt\'s words (opt-out: '
+          'MMEVT_ALLOW_UNSAFE_CHECKPOINTS=1 or TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1, logged '
+          'at each use)',
+          "needed: load_from_http's load_url is torch.hub.load_state_dict_from_url, "
+          'whose weights_only defaults to False (a pickle from a URL runs)',
+          'needed: the same load_url, and _safe_torch_load retries refused files with '
+          "weights_only=False and its safe_globals context removes mmevt's entries on exit",
+          'found here (mmengine 0.10.7 / fork 0.10.12 mmengine/runner/checkpoint.py)',
+          'import', checkpoint_loading.enable_strict_checkpoint_loader,
+          "checkpoints of any model loaded through mmengine (load_checkpoint, "
+          "CheckpointLoader, the runner's load_from / resume, init_cfg Pretrained) refuse "
+          'what weights_only refuses, from URLs too; torch.load / torch.hub called '
+          'directly by other code are untouched'),
     Patch('atomic-local-writes', 'mmevt.patches.atomic_writes',
           ('mmengine.fileio.backends.local_backend.LocalBackend.put',
-           'mmengine.fileio.backends.local_backend.LocalBackend.put_text'),
-          'a killed job never leaves a truncated checkpoint (temporary file + os.replace)',
+           'mmengine.fileio.backends.local_backend.LocalBackend.put_text',
+           "mmengine.hooks.checkpoint_hook's name open (last_checkpoint only)"),
+          'a killed job never leaves a truncated checkpoint or last_checkpoint (temporary '
+          'file + os.replace, only where that keeps the write\'s meaning)',
           'needed', 'needed (same code)', 'none filed', 'import',
-          atomic_writes.enable_atomic_local_writes),
+          atomic_writes.enable_atomic_local_writes,
+          "mmengine's local writes (checkpoints, dump(), put / put_text, log uploads) of "
+          'a new or a regular single-link file replace it whole (mode and owner kept); '
+          'symlinks are written through, hard-linked files, FIFOs and devices in place, '
+          'as before; binary writes are fsynced'),
     Patch('cpu-distributed', 'mmevt.patches.cpu_distributed',
           ('mmengine.dist.utils._init_dist_pytorch', ),
           'tools/dist_train.sh with gloo on machines without GPUs',
           'needed: it always calls torch.cuda.set_device', 'needed (same code)',
-          'none filed', 'import', cpu_distributed.enable_cpu_distributed),
+          'none filed', 'import', cpu_distributed.enable_cpu_distributed,
+          'a gloo run of the pytorch launcher on a machine without CUDA starts instead of '
+          'failing in torch.cuda.set_device; every other launch is unchanged'),
     Patch('flop-handles', 'mmevt.analysis.flop_handles',
           ('mmengine.analysis.complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS',
            'fvcore.nn.flop_count._DEFAULT_SUPPORTED_OPS'),
           'the FLOP counters count fused attention (aten::scaled_dot_product_attention)',
-          'needed', 'needed (same code)', 'none filed', 'import', _flop_handles),
+          'needed', 'needed (same code)', 'none filed', 'import', _flop_handles,
+          "FLOP counts of every model that calls F.scaled_dot_product_attention grow "
+          "by its q k^T and A v multiply-adds (uncounted without mmevt); other models' "
+          'counts are unchanged'),
     Patch('vis-cam-pkg-resources', 'mmevt.patches.legacy_imports',
           ('pkg_resources, while tools/visualization/vis_cam.py loads mmpretrain\'s', ),
           "mmpretrain's vis_cam.py imports pkg_resources (grad-cam's version): a stand-in "
@@ -124,20 +164,77 @@ PATCHES: Tuple[Patch, ...] = (
           'also serves heads that regress per class', 'needed', 'needed',
           'found here (docs/deployment.md)', 'mmevt-deploy'),
 )
-APPLIED: Dict[str, str] = {}  # name -> 'applied' or why not
+SWITCH_ENV = 'MMEVT_PATCHES'
+IMPORT_PATCHES = tuple(p.name for p in PATCHES if p.when == 'import')
+APPLIED: Dict[str, str] = {}  # name -> 'applied' or 'switched off (MMEVT_PATCHES=...)'
+
+
+def switched_off(value: Optional[str] = None) -> Tuple[str, ...]:
+    """The import-time patches ``MMEVT_PATCHES`` switches off.
+
+    The value is a comma-separated list of ``-NAME`` (switch off) and ``NAME`` / ``+NAME``
+    (keep on, the default), e.g. ``-atomic-local-writes,-flop-handles``.
+
+    Args:
+        value (str, optional): the list. Defaults to the environment variable.
+
+    Raises:
+        ValueError: an entry names no import-time patch.
+    """
+    value = os.environ.get(SWITCH_ENV, '') if value is None else value
+    off = []
+    for entry in filter(None, (e.strip() for e in value.split(','))):
+        name = entry.lstrip('+-')
+        if name not in IMPORT_PATCHES:
+            other = next((p for p in PATCHES if p.name == name), None)
+            why = (f'it applies only inside {other.when}, not at import' if other else
+                   'no patch has that name')
+            raise ValueError(f'{SWITCH_ENV}={value!r}: {entry!r} cannot be switched ({why}); '
+                             f'the import-time patches are {", ".join(IMPORT_PATCHES)}, '
+                             'each written -NAME to switch it off')
+        if entry.startswith('-'):
+            off.append(name)
+        elif name in off:
+            off.remove(name)
+    return tuple(off)
+
+
+def is_applied(name: str) -> bool:
+    """Whether the import-time patch ``name`` is in force in this process."""
+    return APPLIED.get(name) == 'applied'
+
+
+def switched_off_note(name: str) -> str:
+    """A sentence for errors on paths that need patch ``name`` ('' when it is applied)."""
+    if is_applied(name):
+        return ''
+    return (f" mmevt's patch {name!r} is switched off ({SWITCH_ENV}="
+            f"{os.environ.get(SWITCH_ENV, '')!r}); remove -{name} from {SWITCH_ENV} to switch "
+            'it back on.')
 
 
 def apply_import_patches() -> Dict[str, str]:
-    """Apply every ``when='import'`` patch of :data:`PATCHES` (idempotent).
+    """Apply every ``when='import'`` patch of :data:`PATCHES` that ``MMEVT_PATCHES`` does not
+    switch off (idempotent).
 
     Returns:
-        dict: patch name -> ``'applied'`` (a patch of a library that is not installed, e.g.
-        fvcore's counter, skips that library itself).
+        dict: patch name -> ``'applied'`` or ``'switched off (MMEVT_PATCHES=...)'`` (a patch
+        of a library that is not installed, e.g. fvcore's counter, skips that library itself).
+
+    Raises:
+        ValueError: ``MMEVT_PATCHES`` names a patch that does not exist or is not applied at
+        import.
     """
+    off = switched_off()
     for patch in PATCHES:
-        if patch.when == 'import' and patch.apply is not None:
-            patch.apply()
-            APPLIED[patch.name] = 'applied'
+        if patch.when != 'import' or patch.apply is None:
+            continue
+        if patch.name in off:
+            APPLIED.setdefault(patch.name, f'switched off ({SWITCH_ENV}='
+                                           f'{os.environ.get(SWITCH_ENV, "")})')
+            continue
+        patch.apply()
+        APPLIED[patch.name] = 'applied'
     return dict(APPLIED)
 
 
@@ -148,6 +245,7 @@ def describe() -> List[str]:
         state = APPLIED.get(p.name, 'not applied' if p.when == 'import'
                             else f'inside {p.when} only')
         lines += [f'{p.name} [{state}] ({p.home})', f'  replaces: {"; ".join(p.replaces)}',
-                  f'  fixes:    {p.fixes}', f'  upstream: {p.upstream}',
-                  f'  fork:     {p.fork}', f'  see:      {p.reference}']
+                  f'  fixes:    {p.fixes}', f'  others:   {p.others}',
+                  f'  upstream: {p.upstream}', f'  fork:     {p.fork}',
+                  f'  see:      {p.reference}']
     return lines

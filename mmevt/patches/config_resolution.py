@@ -14,6 +14,7 @@ Three changes, each applied by ``import mmevt`` (:mod:`mmevt.patches`):
   for every ``pkg::`` base of every config parsed.
 """
 import functools
+import importlib.machinery
 import importlib.util
 import os.path as osp
 from typing import Dict, Optional
@@ -37,10 +38,13 @@ def enable_config_prefix() -> None:
 def _module_name(package: str) -> str:
     """The importable module of ``package``, a distribution or module name.
 
-    ``MODULE2PACKAGE``'s names first (``mmsegmentation`` -> ``mmseg``, whichever distribution
-    provides ``mmseg``: upstream's or the fork's ``onedl-mmsegmentation``), then the package
-    the distribution installs (``onedl-mmcv`` -> ``mmcv``: its files, since its
-    ``top_level.txt`` also lists ``build`` and ``docs``), else the name itself.
+    In this order: ``MODULE2PACKAGE``'s names (``mmsegmentation`` -> ``mmseg``, whichever
+    distribution provides ``mmseg``: upstream's or the fork's ``onedl-mmsegmentation``); the
+    module named like the distribution, where the distribution's files have it (``torch``,
+    not its ``functorch``; ``setuptools``, not its ``_distutils_hack``); the distribution's
+    only or first public package (``onedl-mmcv`` -> ``mmcv``: its files, since its
+    ``top_level.txt`` also lists ``build`` and ``docs``; ``PyYAML`` -> ``yaml``, not
+    ``_yaml``); else the name itself, ``-`` read as ``_``.
     """
     from importlib import metadata
 
@@ -52,9 +56,15 @@ def _module_name(package: str) -> str:
         files = metadata.distribution(package).files or []
     except metadata.PackageNotFoundError:
         files = []
-    packages = sorted(f.parts[0] for f in files
-                      if len(f.parts) == 2 and f.name == '__init__.py')
-    return packages[0] if packages else package.replace('-', '_')
+    packages = sorted({f.parts[0] for f in files
+                       if len(f.parts) == 2 and f.name == '__init__.py'})
+    own = package.replace('-', '_')
+    for name in (own, own.lower()):
+        if name in packages:
+            return name
+    # private helpers (``_yaml``, ``_distutils_hack``) sort first but are not what it provides
+    public = [name for name in packages if not name.startswith('_')]
+    return (public or packages or [own])[0]
 
 
 def _module_spec(package: str) -> Optional[importlib.machinery.ModuleSpec]:
