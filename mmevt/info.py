@@ -26,8 +26,10 @@ def report() -> List[str]:
         has_pkg_resources = 'importable'
     except ImportError:
         has_pkg_resources = 'not importable'
+    unavailable = stack.unavailable_text()
     lines += [f'  pkg_resources: {has_pkg_resources}',
-              f'toolkits EVT is registered in: {mmevt.REGISTERED_TOOLKITS}',
+              f'toolkits EVT is registered in: {mmevt.REGISTERED_TOOLKITS}'
+              + (f' ({unavailable})' if unavailable else ''),
               f'supported: {stack.supported_text()}', '', 'patches of other libraries:']
     return lines + ['  ' + line for line in patches.describe()]
 

@@ -14,7 +14,7 @@ from mmengine.registry import Registry
 
 from .stack import unavailable_toolkits
 from .toolkits import TOOLKITS, toolkit_models
-from .engine import LayerDecayOptimWrapperConstructor
+from .engine import EVTLayerDecayOptimWrapperConstructor
 from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
 from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
                             SpatialDecayAttention)
@@ -81,9 +81,10 @@ def register_all_modules() -> List[str]:
     for registry in registries:
         register_modules(registry)
     # mmengine's registry is the parent of mmdet's / mmseg's / mmpretrain's: one entry
-    # serves every toolkit's configs
+    # serves every toolkit's configs. The name says EVT: mmpose 1.3.2 registers its own
+    # LayerDecayOptimWrapperConstructor (ViT layer ids) there, with force=True
     register_modules(OPTIM_WRAPPER_CONSTRUCTORS, {
-        'LayerDecayOptimWrapperConstructor': LayerDecayOptimWrapperConstructor})
+        'EVTLayerDecayOptimWrapperConstructor': EVTLayerDecayOptimWrapperConstructor})
     if 'mmpretrain' in done:
         from mmpretrain.registry import METRICS
 

@@ -54,7 +54,7 @@ def _scope_problem(scope: Any) -> Optional[str]:
         return f'{scope} is not installed'
     try:
         models = getattr(importlib.import_module(f'{scope}.registry'), 'MODELS', None)
-    except ImportError as err:
+    except (ImportError, AssertionError) as err:  # AssertionError: its own mmcv check
         return f'{scope}.registry does not import ({err})'
     if models is None:
         return f'{scope}.registry has no MODELS registry'
@@ -105,7 +105,10 @@ def load_config(path: str, cfg_options: Optional[Mapping] = None):
     resolve), with ``cfg_options`` (a dict as ``--cfg-options`` parses it) merged in."""
     import mmevt  # noqa: F401
     from mmengine.config import Config
-    cfg = Config.fromfile(path)
+
+    from .patches import patches_needed
+    with patches_needed('package-lookup', 'config-prefix'):
+        cfg = Config.fromfile(path)
     if cfg_options:
         cfg.merge_from_dict(dict(cfg_options))
     return cfg

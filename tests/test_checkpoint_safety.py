@@ -122,7 +122,7 @@ SCHEDULER_ARGS = {
     'QuadraticWarmup': dict(end=2),  # mmdet
     'PolyLRRatio': dict(power=1., end=4, eta_min_ratio=0.1),  # mmseg
 }
-SUFFIXES = ('ParamScheduler', 'Momentum', 'LR')
+SUFFIXES = ('ParamScheduler', 'Momentum', 'LR', 'WeightDecay')  # WeightDecay: mmpretrain
 
 
 def _kind(name):
@@ -132,18 +132,19 @@ def _kind(name):
 
 
 def registered_schedulers():
-    """Every parameter scheduler registered by mmengine and the installed toolkits."""
+    """Every parameter scheduler registered by mmengine and the installed toolkits: name ->
+    the scope to build it in."""
     import importlib
 
     from mmengine.registry import PARAM_SCHEDULERS
-    found = {name: cls for name, cls in PARAM_SCHEDULERS.module_dict.items()}
+    found = dict.fromkeys(PARAM_SCHEDULERS.module_dict, 'mmengine')
     for toolkit in ('mmdet', 'mmseg', 'mmpretrain', 'mmpose'):
         try:
             registry = importlib.import_module(f'{toolkit}.registry').PARAM_SCHEDULERS
             importlib.import_module(f'{toolkit}.engine')  # registers its schedulers
         except ImportError:
             continue
-        found.update(registry.module_dict)
+        found.update(dict.fromkeys(set(registry.module_dict) - set(found), toolkit))
     return found
 
 
@@ -151,8 +152,9 @@ def _by_epoch(name):
     return _kind(name) == 'ReduceOnPlateau'
 
 
-def _scheduler_cfg(name):
-    cfg = dict(type=name, by_epoch=_by_epoch(name), **SCHEDULER_ARGS[_kind(name)])
+def _scheduler_cfg(name, scope):
+    cfg = dict(type=name, _scope_=scope, by_epoch=_by_epoch(name),
+               **SCHEDULER_ARGS[_kind(name)])
     if name.endswith('ParamScheduler'):
         cfg['param_name'] = 'lr'
     return cfg
@@ -204,12 +206,12 @@ def test_every_scheduler_checkpoint_loads_and_resumes_with_its_state(tmp_path):
     import mmevt  # noqa: F401
     from mmengine.runner.checkpoint import CheckpointLoader
     failures = {}
-    for name in sorted(registered_schedulers()):
+    for name, scope in sorted(registered_schedulers().items()):
         work = tmp_path / name
         try:
             # iterations 0-4, a checkpoint after 2; by epoch: 2 epochs, one after epoch 1
             by_epoch = _by_epoch(name)
-            run = partial(plain_mmengine_runner, param_scheduler=[_scheduler_cfg(name)],
+            run = partial(plain_mmengine_runner, param_scheduler=[_scheduler_cfg(name, scope)],
                           by_epoch=by_epoch, max_iters=2 if by_epoch else 4,
                           interval=1 if by_epoch else 2)
             run(work).train()

@@ -282,3 +282,78 @@ def test_pip_install_of_the_wheel_leaves_the_stack_alone(wheel_dir, tmp_path):
     assert any(r.startswith('mmengine') and 'extra == "upstream"' in r for r in requires)
     assert any(r.startswith('onedl-mmengine') and 'extra == "fork"' in r for r in requires)
     assert 'License-Expression: Apache-2.0' in meta
+
+
+# ------------------------------------------------------- each patch switched off by name
+SWITCH_PROBE = '''
+import json
+import mmevt
+import torch
+from mmengine.analysis import complexity_analysis
+from mmengine.config import utils as config_utils
+from mmengine.dist import utils as dist_utils
+from mmengine.fileio.backends.local_backend import LocalBackend
+from mmengine.hooks import checkpoint_hook
+from mmengine.runner import checkpoint
+from mmengine.utils import package_utils
+from mmevt import patches
+from mmevt.patches.checkpoint_loading import SAFE_CHECKPOINT_GLOBALS
+ours = lambda obj: getattr(obj, '__module__', '').startswith('mmevt')
+print(json.dumps({
+    'package-lookup': ours(package_utils.get_installed_path),
+    'config-prefix': 'mmevt' in config_utils.MODULE2PACKAGE,
+    'config-index-cache': ours(config_utils._get_cfg_metainfo),
+    'checkpoint-allow-list': SAFE_CHECKPOINT_GLOBALS[-1] in torch.serialization.get_safe_globals(),
+    'strict-checkpoint-loader': ours(checkpoint.CheckpointLoader._schemes['']) and ours(checkpoint.load_url),
+    'atomic-local-writes': ours(LocalBackend.put) and ours(checkpoint_hook.open),
+    'cpu-distributed': getattr(dist_utils._init_dist_pytorch, '_mmevt_cpu', False),
+    'flop-handles': 'aten::scaled_dot_product_attention' in complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS,
+    'applied': patches.APPLIED}))
+'''
+
+
+def _switch_probe(value):
+    import json
+    env = {'MMEVT_PATCHES': value} if value is not None else {}
+    return json.loads(run_tool('-c', SWITCH_PROBE, env=env).strip().splitlines()[-1])
+
+
+@pytest.mark.e2e
+def test_each_import_patch_can_be_switched_off_by_name():
+    from mmevt.patches import IMPORT_PATCHES
+    on = _switch_probe(None)
+    assert all(on[name] is True for name in IMPORT_PATCHES), on
+    assert set(on['applied'].values()) == {'applied'}
+    value = ','.join(f'-{name}' for name in IMPORT_PATCHES)
+    off = _switch_probe(value)
+    assert not any(off[name] for name in IMPORT_PATCHES), off
+    assert off['applied'] == {n: f'switched off (MMEVT_PATCHES={value})' for n in IMPORT_PATCHES}
+    # one off, the rest on; '+' (or nothing) keeps a patch on
+    some = _switch_probe('-flop-handles, +atomic-local-writes')
+    assert [n for n in IMPORT_PATCHES if not some[n]] == ['flop-handles']
+    out = run_tool('-m', 'mmevt.info', env={'MMEVT_PATCHES': '-atomic-local-writes'})
+    assert ('atomic-local-writes [switched off (MMEVT_PATCHES=-atomic-local-writes)] '
+            '(mmevt.patches.atomic_writes)') in out
+    assert 'flop-handles [applied]' in out
+
+
+@pytest.mark.parametrize('value, words', [
+    ('-nope', "'-nope' cannot be switched (no patch has that name)"),
+    ('-mmdeploy-exporter', 'it applies only inside mmevt-deploy, not at import'),
+])
+def test_a_switch_naming_no_import_patch_is_refused(value, words):
+    from mmevt.patches import IMPORT_PATCHES, switched_off
+    with pytest.raises(ValueError) as err:
+        switched_off(value)
+    assert words in str(err.value) and ', '.join(IMPORT_PATCHES) in str(err.value)
+    assert switched_off('-flop-handles,+flop-handles') == ()
+    assert switched_off(' -flop-handles ,, ') == ('flop-handles', )
+
+
+def test_every_patch_says_what_changes_for_other_code():
+    from mmevt.patches import PATCHES
+    readme = open(osp.join(REPO, 'README.md')).read()
+    for patch in PATCHES:
+        assert patch.others, patch.name
+        if patch.when == 'import':  # the README's table says it in the same words
+            assert f'| `{patch.name}` | {patch.others} |' in readme, patch.name

@@ -1,4 +1,4 @@
-"""Layer-wise lr decay (LayerDecayOptimWrapperConstructor) in detectors and segmentors:
+"""Layer-wise lr decay (EVTLayerDecayOptimWrapperConstructor) in detectors and segmentors:
 per-parameter lrs and weight decays as built, and the example configs training."""
 import os.path as osp
 
@@ -56,7 +56,7 @@ def _groups(cfg, model, scope: str) -> dict:
 ], ids=['mask_rcnn', 'upernet'])
 def test_per_parameter_lr_and_weight_decay(path, scope, heads):
     cfg = load_config(path)
-    assert cfg.optim_wrapper.constructor == 'LayerDecayOptimWrapperConstructor'
+    assert cfg.optim_wrapper.constructor == 'EVTLayerDecayOptimWrapperConstructor'
     rate = cfg.optim_wrapper.paramwise_cfg.layer_decay_rate
     lr, wd = cfg.optim_wrapper.optimizer.lr, cfg.optim_wrapper.optimizer.weight_decay
     got = _groups(cfg, _tiny_model(cfg, scope), scope)
@@ -92,7 +92,7 @@ def test_rules_combine_and_bad_settings_are_clear_errors():
 
     from mmevt.models import EVT
     model = EVT('evt-test')  # a bare backbone: its own get_layer_depth, no prefix
-    cfg = dict(constructor='LayerDecayOptimWrapperConstructor',
+    cfg = dict(constructor='EVTLayerDecayOptimWrapperConstructor',
                optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05),
                paramwise_cfg=dict(layer_decay_rate=0.5, norm_decay_mult=0.,
                                   custom_keys={'stem': dict(lr_mult=0.1)}))

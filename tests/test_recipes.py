@@ -65,7 +65,7 @@ def test_det_lr_weight_decay_drop_path_warmup(path):
         expected = {}
     if 'layer-decay' in name:  # mmdet's ConvNeXt-T Mask R-CNN rate
         expected['layer_decay_rate'] = 0.95
-        assert cfg.optim_wrapper.constructor == 'LayerDecayOptimWrapperConstructor'
+        assert cfg.optim_wrapper.constructor == 'EVTLayerDecayOptimWrapperConstructor'
     else:
         assert 'constructor' not in cfg.optim_wrapper
     assert {k: v for k, v in paramwise.items() if k != '_delete_'} == expected

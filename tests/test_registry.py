@@ -37,3 +37,32 @@ def test_one_list_of_toolkits():
     from mmevt.apis import launch
     assert TOOLKITS is launch.TOOLKITS
     assert set(TOOLKITS) == {'mmdet', 'mmseg', 'mmpretrain', 'mmpose'}
+
+
+COEXIST = '''
+import importlib, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as constructors
+print(constructors.get('EVTLayerDecayOptimWrapperConstructor').__module__,
+      constructors.get('LayerDecayOptimWrapperConstructor').__module__)
+'''
+
+
+@pytest.mark.e2e
+def test_mmposes_layer_decay_and_ours_coexist_in_either_import_order():
+    # mmpose 1.3.2 registers its LayerDecayOptimWrapperConstructor into mmengine's root
+    # registry with force=True; ours has its own name there, so neither replaces the other
+    import importlib.util
+
+    from helpers import current_stack, run_tool
+    if importlib.util.find_spec('mmpose') is None:
+        assert current_stack() == 'fork'  # the fork stack has no mmpose (docs/pose.md)
+        out = run_tool('-c', COEXIST.replace(
+            ", constructors.get('LayerDecayOptimWrapperConstructor').__module__", ''), 'mmevt')
+        assert out.split()[-1] == 'mmevt.engine.optimizers'
+        return
+    for order in (('mmevt', 'mmpose.engine'), ('mmpose.engine', 'mmevt')):
+        out = run_tool('-c', COEXIST, *order)
+        assert out.split()[-2:] == ['mmevt.engine.optimizers',
+                                    'mmpose.engine.optim_wrappers.layer_decay_optim_wrapper']

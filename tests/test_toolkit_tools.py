@@ -63,14 +63,15 @@ def _bases(path: str) -> list:
 
 
 def _pkg_base_before_import(path: str, state: dict):
-    """The first ``pkg::`` base mmengine resolves before a base has imported mmevt, reading
-    ``path`` as ``Config._file2dict`` does (bases in order, each base file run before the
-    next is resolved); None when there is none. ``state['imported']``: mmevt imported."""
+    """``(file, base)``: the first ``pkg::`` base mmengine resolves before a base has imported
+    mmevt and the file naming it, reading ``path`` as ``Config._file2dict`` does (bases in
+    order, each base file run before the next is resolved); None when there is none.
+    ``state['imported']``: mmevt imported."""
     for base in _bases(path):
         if '::' in base:
             state['pkg'] = True
             if not state['imported']:
-                return base
+                return osp.relpath(path, CONFIGS), base
             continue  # the toolkit's own file: its bases are the toolkit's
         local = osp.normpath(osp.join(osp.dirname(path), base))
         found = _pkg_base_before_import(local, state)
@@ -86,8 +87,9 @@ def test_every_config_imports_mmevt_before_its_first_pkg_base():
     for path in ALL_CONFIGS:
         state = dict(imported=False, pkg=False)
         found = _pkg_base_before_import(path, state)
-        assert found is None, (f'{osp.relpath(path, CONFIGS)} resolves {found!r} before '
-                               f'mmevt is imported: make ../_base_/import_mmevt.py its first base')
+        assert found is None, (
+            f'{osp.relpath(path, CONFIGS)}: {found[0]} resolves {found[1]!r} before mmevt is '
+            f'imported: make configs/_base_/import_mmevt.py the first base of {found[0]}')
         with_pkg += [osp.relpath(path, CONFIGS)] if state['pkg'] else []
     # every model config has a `pkg::` base in its chain (deploy configs and bases have none)
     models = [osp.relpath(p, CONFIGS) for p in ALL_CONFIGS
@@ -129,7 +131,7 @@ def test_configs_dump_and_reload(rel, tmp_path):
 
 # ------------------------------------------------- mmengine alone, in a fresh process
 RESOLVE = BLOCK_PKG_RESOURCES + '''
-import json, traceback
+import json
 from mmengine.config import Config
 out = {}
 for name, path in json.loads(sys.argv[1]):  # without the import base: mmengine's look-up

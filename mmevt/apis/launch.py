@@ -26,7 +26,9 @@ def toolkit_of(config: str) -> str:
     from mmengine.config import Config
     if not osp.isfile(config):
         raise FileNotFoundError(f'config file {config!r} does not exist')
-    return config_toolkit(Config.fromfile(config), config)
+    from ..patches import patches_needed
+    with patches_needed('package-lookup', 'config-prefix'):
+        return config_toolkit(Config.fromfile(config), config)
 
 
 def toolkit_tool_path(toolkit: str, tool: str) -> str:
@@ -47,4 +49,7 @@ def run_toolkit_tool(tool: str, argv: Optional[List[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     path = toolkit_tool_path(toolkit_of(find_config_arg(argv)), tool)
     sys.argv = [path] + list(argv)
-    runpy.run_path(path, run_name='__main__')
+    from ..patches import patches_needed
+    with patches_needed('package-lookup', 'config-prefix', 'cpu-distributed',
+                        'checkpoint-allow-list', 'strict-checkpoint-loader'):
+        runpy.run_path(path, run_name='__main__')

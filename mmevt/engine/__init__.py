@@ -1,4 +1,4 @@
 """Training-loop pieces: the layer-wise lr decay optimizer-wrapper constructor."""
-from .optimizers import LayerDecayOptimWrapperConstructor
+from .optimizers import EVTLayerDecayOptimWrapperConstructor
 
-__all__ = ['LayerDecayOptimWrapperConstructor']
+__all__ = ['EVTLayerDecayOptimWrapperConstructor']

@@ -20,7 +20,7 @@ from mmengine.optim import DefaultOptimWrapperConstructor
 from torch import nn
 
 
-class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
+class EVTLayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     """``DefaultOptimWrapperConstructor`` plus depth-wise lr decay of the backbone.
 
     A parameter at depth ``i`` of ``n`` (from the backbone's
@@ -36,7 +36,7 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     theirs)::
 
         optim_wrapper = dict(
-            constructor='LayerDecayOptimWrapperConstructor',
+            constructor='EVTLayerDecayOptimWrapperConstructor',
             optimizer=dict(type='AdamW', lr=1e-4, weight_decay=0.05),
             paramwise_cfg=dict(layer_decay_rate=0.9,
                                custom_keys={'norm': dict(decay_mult=0.)}))
@@ -56,11 +56,11 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         rate = (paramwise_cfg or {}).get('layer_decay_rate')
         if isinstance(rate, bool) or not isinstance(rate, Real) or not 0 < rate <= 1:
             raise ValueError(
-                'LayerDecayOptimWrapperConstructor needs paramwise_cfg.layer_decay_rate, a '
+                'EVTLayerDecayOptimWrapperConstructor needs paramwise_cfg.layer_decay_rate, a '
                 f'number in (0, 1] (e.g. 0.9; 1 means no decay), got {rate!r}')
         super().__init__(optim_wrapper_cfg, paramwise_cfg)
         if self.base_lr is None:
-            raise ValueError('LayerDecayOptimWrapperConstructor needs optimizer.lr, got '
+            raise ValueError('EVTLayerDecayOptimWrapperConstructor needs optimizer.lr, got '
                              f'optimizer={self.optimizer_cfg!r}')
         self.layer_decay_rate = float(rate)
 
@@ -101,5 +101,5 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         owner = type(model).__name__
         if backbone is not None:
             owner += f' (backbone {type(backbone).__name__})'
-        raise ValueError('LayerDecayOptimWrapperConstructor needs a backbone with '
+        raise ValueError('EVTLayerDecayOptimWrapperConstructor needs a backbone with '
                          f'get_layer_depth(name, prefix), e.g. EVT; {owner} has none')

@@ -16,8 +16,9 @@ Each entry says what it fixes and on which stack it is needed: upstream OpenMMLa
 0.10.7, mmdeploy 1.3.1) and the onedl fork (onedl-mmengine 0.10.12) share most of these
 bugs; where the fork differs, the entry says how.
 """
+import contextlib
 import os
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import atomic_writes, checkpoint_loading, config_resolution, cpu_distributed
 
@@ -83,8 +84,9 @@ PATCHES: Tuple[Patch, ...] = (
           'without an allow-list', 'needed: the fork allow-lists only inside its loader, '
           'with the real getattr', 'open-mmlab/mmengine#1655', 'import',
           checkpoint_loading.enable_safe_checkpoint_loading,
-          "every torch.load(weights_only=True) in the process accepts these objects too; "
-          'the real getattr and every other global stay refused'),
+          'every torch.load(weights_only=True) in the process also accepts numpy arrays, '
+          "scalars and dtypes, mmengine's HistoryBuffer and the restricted getattr; the "
+          'real getattr and every other global stay refused'),
     Patch('strict-checkpoint-loader', 'mmevt.patches.checkpoint_loading',
           ("mmengine.runner.checkpoint.CheckpointLoader scheme ''",
            'mmengine.runner.checkpoint.load_url',
@@ -211,6 +213,19 @@ def switched_off_note(name: str) -> str:
     return (f" mmevt's patch {name!r} is switched off ({SWITCH_ENV}="
             f"{os.environ.get(SWITCH_ENV, '')!r}); remove -{name} from {SWITCH_ENV} to switch "
             'it back on.')
+
+
+@contextlib.contextmanager
+def patches_needed(*names: str) -> Iterator[None]:
+    """For a path of mmevt's own code that needs patches ``names``: an error raised inside the
+    block gets a note naming each of them that ``MMEVT_PATCHES`` switched off."""
+    try:
+        yield
+    except Exception as err:
+        notes = ''.join(switched_off_note(name) for name in names)
+        if notes and hasattr(err, 'add_note'):  # Python >= 3.11
+            err.add_note(notes.strip())
+        raise
 
 
 def apply_import_patches() -> Dict[str, str]:
