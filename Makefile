@@ -13,10 +13,12 @@ export MMEVT_VENV := $(VENV)
 TEST_WORKERS ?= 2
 
 # What differs between the stacks, in at most 15 minutes on 2 cores: the environment and
-# safe-loading tests, every config parsed and built, one config per family trained and
-# tested (det, seg, cls), the swap on the fork's own zoo, the toolkits' own tools.
+# safe-loading tests, what import mmevt changes for other code (checkpoints, writes,
+# registries), every config parsed and built, one config per family trained and tested
+# (det, seg, cls), the swap on the fork's own zoo, the toolkits' own tools.
 FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_configs.py \
-	tests/test_seg.py tests/test_cls.py tests/test_swap.py
+	tests/test_seg.py tests/test_cls.py tests/test_swap.py tests/test_checkpoint_safety.py \
+	tests/test_atomic_writes.py tests/test_registry.py tests/test_toolkit_tools.py
 
 .PHONY: env env-fork demo test test-fork test-fork-ci complexity gpu-deps gpu-rehearsal
 

@@ -523,3 +523,29 @@ def test_a_refusal_names_the_switched_off_allow_list(tmp_path):
     assert ("mmevt's patch 'checkpoint-allow-list' is switched off (MMEVT_PATCHES="
             "'-checkpoint-allow-list')") in proc.stdout, proc.stdout[-3000:]
     run_tool('-c', SWITCHED_OFF, str(path))  # on by default
+
+
+FROM_A_URL = '''
+import sys
+import mmevt
+from mmengine.runner.checkpoint import CheckpointLoader
+try:
+    CheckpointLoader.load_checkpoint(sys.argv[1], map_location='cpu')
+except Exception as err:
+    print('REFUSED', type(err).__name__)
+'''
+
+
+@pytest.mark.e2e
+def test_without_the_strict_loader_a_pickle_from_a_url_runs(tmp_path, file_servers):
+    # the negative control of test_every_scheme_loads_strictly: mmengine's own http scheme
+    # unpickles with weights_only=False
+    from helpers import run_tool
+    marker = tmp_path / 'ran-from-url'
+    torch.save({'meta': _RunsCode(marker)}, file_servers['dir'] / 'hostile.pth')
+    url = f'{file_servers["http"]}/hostile.pth'
+    env = {'TORCH_HOME': str(tmp_path / 'torch_home')}
+    assert 'REFUSED UnpicklingError' in run_tool('-c', FROM_A_URL, url, env=env)
+    assert not marker.exists()
+    run_tool('-c', FROM_A_URL, url, env=dict(env, MMEVT_PATCHES='-strict-checkpoint-loader'))
+    assert marker.exists()

@@ -357,3 +357,22 @@ def test_every_patch_says_what_changes_for_other_code():
         assert patch.others, patch.name
         if patch.when == 'import':  # the README's table says it in the same words
             assert f'| `{patch.name}` | {patch.others} |' in readme, patch.name
+
+
+NEEDS_PACKAGE_LOOKUP = '''
+import sys
+from mmevt.toolkits import load_config
+load_config(sys.argv[1])
+'''
+
+
+@pytest.mark.e2e
+def test_mmevts_config_loading_names_a_switched_off_patch_it_needs():
+    # upstream mmengine 0.10.7 then needs pkg_resources for mmseg:: bases, the fork's the
+    # distribution 'mmsegmentation': either way the error says which patch would fix it
+    proc = run_tool('-c', NEEDS_PACKAGE_LOOKUP, UPERNET, check=False,
+                    env={'MMEVT_PATCHES': '-package-lookup'})
+    assert proc.returncode != 0
+    assert ("mmevt's patch 'package-lookup' is switched off (MMEVT_PATCHES="
+            "'-package-lookup')") in proc.stdout, proc.stdout[-3000:]
+    run_tool('-c', NEEDS_PACKAGE_LOOKUP, UPERNET)

@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from mmevt.patches.checkpoint_loading import strict_torch_load  # noqa: E402
 from mmevt.utils.checkpoint import unwrap_state_dict  # noqa: E402
 from mmevt.utils.sample_images import fit_image, sample_photo_path  # noqa: E402
 
@@ -199,7 +200,7 @@ def plot_rollout(config, checkpoint, image, query, out, device='cpu', img_size=N
 
 def _load_backbone(backbone, checkpoint):
     """Backbone weights from a full-model or a backbone-only checkpoint."""
-    state = unwrap_state_dict(torch.load(checkpoint, map_location='cpu'))
+    state = unwrap_state_dict(strict_torch_load(checkpoint, map_location='cpu'))
     prefix = 'backbone.' if any(k.startswith('backbone.') for k in state) else None
     try:
         backbone.load_pretrained(checkpoint, prefix)
