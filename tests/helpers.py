@@ -161,9 +161,10 @@ def pkg_resources_env() -> dict:
 
 
 def toolkit_tool_env() -> dict:
-    """Subprocess env for a toolkit's own tool, which reads a config before its
-    ``custom_imports`` import mmevt: on upstream mmengine 0.10.7 it needs ``pkg_resources``
-    for ``pkg::`` bases (README, "Which stack"); the fork's mmengine does not."""
+    """Subprocess env for a toolkit's own tool reading a config that ``mmevt-swap`` wrote
+    (``_base_ = SRC``: no first base importing mmevt, unlike our configs), so mmengine
+    resolves SRC before ``custom_imports`` import mmevt: on upstream mmengine 0.10.7 that needs
+    ``pkg_resources`` (README, "Known limits"); the fork's mmengine does not."""
     return pkg_resources_env() if current_stack() == 'upstream' else {}
 
 

@@ -5,7 +5,7 @@ import os.path as osp
 import pytest
 import torch
 
-from helpers import CONFIGS, MIXED_MIXERS, run_tool, toolkit_tool_env, write_config
+from helpers import CONFIGS, MIXED_MIXERS, run_tool, write_config
 from det_tiny import CASCADE_OPTS, tiny_det_config
 
 pytestmark = pytest.mark.e2e  # every test here runs the tools in a subprocess
@@ -66,7 +66,7 @@ def test_mmdet_get_flops_tool_runs_on_our_config(trained, tmp_path):
     cfg, _, _, _ = trained['retinanet']
     tool = osp.join(osp.dirname(toolkit_tool_path('mmdet', 'train')), 'analysis_tools',
                     'get_flops.py')
-    out = run_tool(tool, cfg, '--num-images', '2', env=toolkit_tool_env())
+    out = run_tool(tool, cfg, '--num-images', '2')
     assert 'Flops:' in out and 'Params:' in out
 
 

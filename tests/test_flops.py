@@ -22,8 +22,7 @@ from mmevt.analysis.flops import DEFAULT_SHAPES, _forward_as, build_from_config
 from mmevt.models import EVT
 
 from det_tiny import tiny_det_config
-from helpers import (CONFIGS, REPO, load_config, load_tool, run_tool, toolkit_tool_env,
-                     write_config)
+from helpers import CONFIGS, REPO, load_config, load_tool, run_tool, write_config
 from seg_tiny import tiny_seg_config
 from cls_tiny import tiny_cls_config
 
@@ -135,7 +134,7 @@ def test_mmdet_get_flops_reports_the_full_count(shapes_root, tmp_path):
         extra="model['backbone']['mixers'] = 'full'"))
     tool = osp.join(osp.dirname(toolkit_tool_path('mmdet', 'train')), 'analysis_tools',
                     'get_flops.py')
-    out = run_tool(tool, cfg_path, '--num-images', '1', env=toolkit_tool_env())
+    out = run_tool(tool, cfg_path, '--num-images', '1')
     shape = tuple(int(s) for s in re.search(r'Input shape: \((\d+), (\d+)\)', out).groups())
     printed = re.search(r'Flops: (\S+)', out).group(1)
 

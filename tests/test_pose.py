@@ -8,8 +8,7 @@ import re
 import pytest
 import torch
 
-from helpers import (CONFIGS, current_stack, load_config, load_tool, run_tool,
-                     toolkit_tool_env, write_config)
+from helpers import CONFIGS, current_stack, load_config, load_tool, run_tool, write_config
 
 POSE = osp.join(CONFIGS, 'pose', 'topdown_heatmap')
 EVT_T = osp.join(POSE, 'td-hm_evt-t_8xb32-210e_coco-256x192.py')
@@ -196,9 +195,8 @@ def test_demo_learns_with_mmposes_own_train_and_test_tools(tmp_path):
     root = str(tmp_path / 'data')
     generate_keypoints(root, 64, 16, (128, 128), seed=0)
     cfg = _demo_config(tmp_path, root)
-    env = toolkit_tool_env()
     work = str(tmp_path / 'work')
-    log = run_tool(toolkit_tool_path('mmpose', 'train'), cfg, '--work-dir', work, env=env)
+    log = run_tool(toolkit_tool_path('mmpose', 'train'), cfg, '--work-dir', work)
     assert f'Epoch(train) [{DEMO_EPOCHS}][4/4]' in log, log[-3000:]
     losses = [float(x) for x in re.findall(r'\(train\).*?\s+loss: ([\d.]+)', log)]
     assert len(losses) >= 4 and losses[-1] < losses[0], losses
@@ -210,7 +208,7 @@ def test_demo_learns_with_mmposes_own_train_and_test_tools(tmp_path):
 
     def test_ap(ckpt: str, name: str) -> float:
         out = run_tool(toolkit_tool_path('mmpose', 'test'), cfg, ckpt, '--work-dir',
-                       str(tmp_path / name), env=env)
+                       str(tmp_path / name))
         return _coco_ap(out)
 
     trained = test_ap(osp.join(work, f'epoch_{DEMO_EPOCHS}.pth'), 't1')

@@ -9,8 +9,7 @@ import sys
 import pytest
 import torch
 
-from helpers import (CONFIGS, HANG_TIMEOUT, REPO, current_stack, pkg_resources_env, run_tool,
-                     write_config)
+from helpers import CONFIGS, HANG_TIMEOUT, REPO, current_stack, run_tool, write_config
 from det_tiny import tiny_det_config
 
 MASK_RCNN = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
@@ -99,34 +98,6 @@ def test_mask_rcnn_trains_tests_and_resumes(trained_mask_rcnn, tmp_path):
     assert 'resumed epoch: 1, iter: 2' in out
     assert 'Epoch(train) [2][2/2]' in out and 'Epoch(train) [1][' not in out
     assert osp.isfile(osp.join(work, 'epoch_2.pth'))
-
-
-@pytest.mark.e2e
-def test_toolkit_own_tools_run_our_config(trained_mask_rcnn, tmp_path):
-    # mmdet's own tools/train.py and tools/test.py read the config before its custom_imports
-    # import mmevt, so mmevt's patches cannot help them resolve `mmdet::` bases
-    cfg, work, _ = trained_mask_rcnn
-    from mmevt.apis import toolkit_tool_path
-    train, test = toolkit_tool_path('mmdet', 'train'), toolkit_tool_path('mmdet', 'test')
-    env = {}
-    if current_stack() == 'upstream':
-        # upstream mmengine 0.10.7 needs pkg_resources there: without it the tool stops ...
-        proc = run_tool(train, cfg, '--work-dir', str(tmp_path / 'no'), check=False)
-        assert proc.returncode != 0 and "No module named 'pkg_resources'" in proc.stdout
-        # ... and with setuptools >= 77.0.3, < 82 (the README's advice) it runs
-        env = pkg_resources_env()
-    else:
-        # the fork resolves mmdet:: without pkg_resources; its own tools cannot resolve
-        # mmseg:: (mmengine looks for the distribution 'mmsegmentation'): README, limits
-        seg = osp.join(CONFIGS, 'seg', 'sem_fpn', 'fpn_evt-t_8xb2-80k_ade20k-512x512.py')
-        proc = run_tool(toolkit_tool_path('mmseg', 'train'), seg, check=False)
-        assert proc.returncode != 0 and 'mmsegmentation is not installed' in proc.stdout
-    own = str(tmp_path / 'own')
-    log = run_tool(train, cfg, '--work-dir', own, env=env)
-    assert 'Epoch(train) [1][2/2]' in log
-    out = run_tool(test, cfg, osp.join(own, 'epoch_1.pth'), '--work-dir', str(tmp_path),
-                   env=env)
-    assert 'coco/segm_mAP:' in out
 
 
 @pytest.mark.e2e

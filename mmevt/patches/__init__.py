@@ -120,12 +120,14 @@ PATCHES: Tuple[Patch, ...] = (
           'symlinks are written through, hard-linked files, FIFOs and devices in place, '
           'as before; binary writes are fsynced'),
     Patch('cpu-distributed', 'mmevt.patches.cpu_distributed',
-          ('mmengine.dist.utils._init_dist_pytorch', ),
-          'tools/dist_train.sh with gloo on machines without GPUs',
-          'needed: it always calls torch.cuda.set_device', 'needed (same code)',
+          ('mmengine.dist.utils._init_dist_pytorch', 'mmengine.dist.utils._init_dist_slurm'),
+          'tools/dist_train.sh (--launcher pytorch) and tools/slurm_train.sh (--launcher '
+          'slurm) with gloo on machines without GPUs',
+          'needed: both always call torch.cuda.set_device', 'needed (same code)',
           'none filed', 'import', cpu_distributed.enable_cpu_distributed,
-          'a gloo run of the pytorch launcher on a machine without CUDA starts instead of '
-          'failing in torch.cuda.set_device; every other launch is unchanged'),
+          'a gloo run of the pytorch or slurm launcher on a machine without CUDA (nor MLU, '
+          'NPU, MUSA) starts instead of failing in torch.cuda.set_device; every other '
+          'launch is unchanged'),
     Patch('flop-handles', 'mmevt.analysis.flop_handles',
           ('mmengine.analysis.complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS',
            'fvcore.nn.flop_count._DEFAULT_SUPPORTED_OPS'),

@@ -1,28 +1,97 @@
-"""CPU multi-process training with mmengine's pytorch launcher.
+"""CPU multi-process training with mmengine's pytorch and slurm launchers.
 
-mmengine 0.10.7's ``_init_dist_pytorch`` always calls ``torch.cuda.set_device``, so
-``tools/dist_train.sh CONFIG N`` fails on a machine without GPUs even with the gloo backend.
-:func:`enable_cpu_distributed` keeps mmengine's code path for every accelerator and only
-skips the CUDA call when no CUDA device exists and the backend is gloo. Such a run also
-needs ``model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)`` (a CPU
-module takes no device ids) and ``env_cfg = dict(dist_cfg=dict(backend='gloo'))``.
+mmengine 0.10.7's ``_init_dist_pytorch`` and ``_init_dist_slurm`` (the same code in
+onedl-mmengine 0.10.12) always call ``torch.cuda.set_device``, so ``tools/dist_train.sh``
+(``--launcher pytorch``) and ``tools/slurm_train.sh`` (``--launcher slurm``) fail on a machine
+without GPUs even with the gloo backend. :func:`enable_cpu_distributed` keeps mmengine's code
+for every accelerator and only takes over when the backend is gloo, the init backend torch's,
+and the machine has none of the devices mmengine's launchers set (CUDA, MLU, NPU, MUSA).
+Such a run also needs ``model_wrapper_cfg = dict(type='MMDistributedDataParallel',
+device_ids=None)`` (a CPU module takes no device ids) and
+``env_cfg = dict(dist_cfg=dict(backend='gloo'))``.
 """
+import os
+import subprocess
+from typing import Optional
+
+
+def _cpu_only(backend: str, init_backend: str) -> bool:
+    """Whether mmengine's launcher would fail in ``torch.cuda.set_device`` for this gloo
+    run: no device that any of its branches sets is present."""
+    import torch
+    if backend != 'gloo' or init_backend != 'torch' or torch.cuda.is_available():
+        return False
+    from mmengine import device
+    others = ('is_mlu_available', 'is_npu_available', 'is_musa_available')
+    return not any(getattr(device, name, lambda: False)() for name in others)
+
+
+def slurm_environment(port: Optional[int] = None) -> None:
+    """Set ``MASTER_PORT``, ``MASTER_ADDR``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``RANK`` from
+    an ``srun`` task's ``SLURM_*`` variables, as mmengine's ``_init_dist_slurm`` does.
+
+    The order of precedence is mmengine's: ``port``, else ``MASTER_PORT``, else 29500; an
+    existing ``MASTER_ADDR``, else the first host of ``SLURM_NODELIST`` by
+    ``scontrol show hostname``. Unlike mmengine, a failing ``scontrol`` is an error here
+    (mmengine would make its error text the master address).
+
+    Raises:
+        RuntimeError: ``SLURM_LOCALID`` is missing (not an ``srun`` task), or ``scontrol``
+            failed where ``MASTER_ADDR`` is not set.
+    """
+    proc_id = int(os.environ['SLURM_PROCID'])
+    ntasks = int(os.environ['SLURM_NTASKS'])
+    node_list = os.environ['SLURM_NODELIST']
+    if 'SLURM_LOCALID' not in os.environ:  # mmengine falls back to rank % GPUs: none here
+        raise RuntimeError('SLURM_LOCALID is not set: --launcher slurm runs as a task of '
+                           'srun (tools/slurm_train.sh)')
+    local_rank = int(os.environ['SLURM_LOCALID'])
+    if port is not None:
+        os.environ['MASTER_PORT'] = str(port)
+    elif 'MASTER_PORT' not in os.environ:
+        os.environ['MASTER_PORT'] = '29500'  # torch.distributed's default, as mmengine
+    if 'MASTER_ADDR' not in os.environ:
+        proc = subprocess.run(['scontrol', 'show', 'hostname', node_list], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        hosts = proc.stdout.split()
+        if proc.returncode != 0 or not hosts:
+            raise RuntimeError(
+                f'`scontrol show hostname {node_list}` exited {proc.returncode}: '
+                f'{proc.stdout.strip()!r}; the master address comes from it. Set SLURM_CONF '
+                "to the cluster's slurm.conf, or MASTER_ADDR to the first node's address")
+        os.environ['MASTER_ADDR'] = hosts[0]
+    os.environ['WORLD_SIZE'] = str(ntasks)
+    os.environ['LOCAL_RANK'] = str(local_rank)
+    os.environ['RANK'] = str(proc_id)
 
 
 def enable_cpu_distributed() -> None:
-    """Patch mmengine's pytorch-launcher initialisation for CPU + gloo. Idempotent."""
+    """Patch mmengine's pytorch- and slurm-launcher initialisation for CPU + gloo.
+    Idempotent."""
     import mmengine.dist.utils as dist_utils
-    import torch
     import torch.distributed as torch_dist
-    original = dist_utils._init_dist_pytorch
-    if getattr(original, '_mmevt_cpu', False):
-        return
 
-    def _init_dist_pytorch(backend, init_backend='torch', **kwargs) -> None:
-        if backend == 'gloo' and init_backend == 'torch' and not torch.cuda.is_available():
-            torch_dist.init_process_group(backend='gloo', **kwargs)
-            return
-        original(backend, init_backend=init_backend, **kwargs)
+    pytorch = dist_utils._init_dist_pytorch
+    if not getattr(pytorch, '_mmevt_cpu', False):
 
-    _init_dist_pytorch._mmevt_cpu = True
-    dist_utils._init_dist_pytorch = _init_dist_pytorch
+        def _init_dist_pytorch(backend, init_backend='torch', **kwargs) -> None:
+            if _cpu_only(backend, init_backend):
+                torch_dist.init_process_group(backend='gloo', **kwargs)
+                return
+            pytorch(backend, init_backend=init_backend, **kwargs)
+
+        _init_dist_pytorch._mmevt_cpu = True
+        dist_utils._init_dist_pytorch = _init_dist_pytorch
+
+    slurm = dist_utils._init_dist_slurm
+    if not getattr(slurm, '_mmevt_cpu', False):
+
+        def _init_dist_slurm(backend, port=None, init_backend='torch', **kwargs) -> None:
+            if _cpu_only(backend, init_backend):
+                slurm_environment(port)
+                torch_dist.init_process_group(backend='gloo', **kwargs)
+                return
+            slurm(backend, port=port, init_backend=init_backend, **kwargs)
+
+        _init_dist_slurm._mmevt_cpu = True
+        dist_utils._init_dist_slurm = _init_dist_slurm

@@ -6,12 +6,15 @@ is not drawn at random as for the other toolkits: a few images of
 :func:`mmevt.datasets.generate_keypoints` go through the config's own training pipeline
 (the training batch) and test pipeline (the prediction batch), without their random
 augmentations (:data:`KEPT_STEPS`: geometry, targets and packing only; augmentations may
-need optional packages, e.g. RTMPose's ``Albumentation``).
+need optional packages, e.g. RTMPose's ``Albumentation``). The keypoints are the
+config's own dataset's (:func:`config_metainfo`: their number, flip indices and sigmas,
+e.g. WFLW's 98 face points), which the codec's targets and the head's outputs are made for.
 """
 import contextlib
 import io
+import json
 import tempfile
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..toolkits import toolkit_scope
 from .values import to_plain
@@ -36,6 +39,53 @@ def _pipeline(cfg, loader: str, fallback: str) -> List[dict]:
         raise ValueError(f'{loader} has no pipeline (nor has {fallback}): cannot make a '
                          'batch for the smoke test')
     return kept_steps(pipeline)
+
+
+def _dataset_cfg(dataset: Dict[str, Any]) -> Dict[str, Any]:
+    """The dataset whose keypoints a (possibly wrapped) training dataset config has:
+    ``RepeatDataset`` / ``ClassBalancedDataset`` hold one in ``dataset``, mmpose's
+    ``CombinedDataset`` several in ``datasets`` beside the ``metainfo`` they are converted
+    to."""
+    while 'metainfo' not in dataset and ('dataset' in dataset or 'datasets' in dataset):
+        dataset = dataset.get('dataset') or dataset['datasets'][0]
+    return dataset
+
+
+def config_metainfo(cfg) -> Optional[Dict[str, Any]]:
+    """The keypoint metainfo of ``cfg``'s training dataset, as a dataset takes it.
+
+    The dataset config's own ``metainfo`` (a custom dataset's, or ``dict(from_file=...)``),
+    else its class's ``METAINFO`` (``WFLWDataset``: 98 face keypoints); None when the config
+    names no dataset (then COCO's 17 body keypoints).
+
+    Returns:
+        dict or None: what a dataset's ``metainfo`` argument takes (mmpose's
+        ``parse_pose_metainfo`` of it has ``num_keypoints``, ``flip_indices``, ...).
+    """
+    from mmpose.registry import DATASETS
+    dataset = _dataset_cfg(to_plain(cfg.get('train_dataloader', {})).get('dataset', {}))
+    metainfo = dataset.get('metainfo')
+    if metainfo is None and dataset.get('type'):
+        metainfo = getattr(DATASETS.get(str(dataset['type']).split('.')[-1]), 'METAINFO', None)
+    return dict(metainfo) if metainfo else None
+
+
+def _with_keypoints(ann_file: str, num_keypoints: int) -> None:
+    """Rewrite the generated COCO annotations in place with ``num_keypoints`` points per
+    figure: the figure's 17 joints in turn, each repeat a little further along the limb to
+    the next (distinct points inside the figure's box, for a smoke test of any dataset)."""
+    with open(ann_file) as f:
+        data = json.load(f)
+    for ann in data['annotations']:
+        joints = [ann['keypoints'][i:i + 3] for i in range(0, len(ann['keypoints']), 3)]
+        points: List[float] = []
+        for k in range(num_keypoints):
+            (x0, y0, _), (x1, y1, _) = joints[k % 17], joints[(k + 1) % 17]
+            t = (k // 17) / (num_keypoints // 17 + 1)
+            points += [round(x0 + t * (x1 - x0), 2), round(y0 + t * (y1 - y0), 2), 2]
+        ann.update(keypoints=points, num_keypoints=num_keypoints)
+    with open(ann_file, 'w') as f:
+        json.dump(data, f)
 
 
 def pose_batches(cfg, size: int, batch: int = 2) -> Tuple[dict, List[dict]]:
@@ -64,11 +114,16 @@ def pose_batches(cfg, size: int, batch: int = 2) -> Tuple[dict, List[dict]]:
     # the COCO api prints its index building to stdout: not the smoke test's output
     with tempfile.TemporaryDirectory(prefix='mmevt-pose-batch-') as root, \
             toolkit_scope('mmpose'), contextlib.redirect_stdout(io.StringIO()):
+        from mmpose.datasets.datasets.utils import parse_pose_metainfo
         from mmpose.registry import DATASETS
+        metainfo = config_metainfo(cfg)
+        count = parse_pose_metainfo(dict(metainfo))['num_keypoints'] if metainfo else 17
         paths = generate_keypoints(root, batch, batch, (size, size), seed=0)
         for split, pipeline in steps.items():
+            if count != 17:
+                _with_keypoints(paths[f'keypoints_{split}'], count)
             dataset = DATASETS.build(dict(
-                type='CocoDataset', data_root=root, data_mode=mode,
+                type='CocoDataset', data_root=root, data_mode=mode, metainfo=metainfo,
                 ann_file=paths[f'keypoints_{split}'], data_prefix=dict(img=f'images/{split}/'),
                 test_mode=split == 'validation', pipeline=pipeline))
             out.append([dataset[i] for i in range(batch)])

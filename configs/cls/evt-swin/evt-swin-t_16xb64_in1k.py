@@ -8,6 +8,7 @@
 # W-MSA / SW-MSA are EuSA-g / EuSA-d with group size 49 (= Swin's 7x7 window), and the last
 # stage is full EuSA.
 _base_ = [
+    '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmpretrain::_base_/models/swin_transformer/tiny_224.py',
     'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',
     'mmpretrain::_base_/schedules/imagenet_bs1024_adamw_swin.py',

@@ -19,6 +19,7 @@
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
 # THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
+    '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',
     'mmpretrain::_base_/schedules/imagenet_bs1024_adamw_swin.py',
     'mmpretrain::_base_/default_runtime.py',

@@ -13,6 +13,7 @@
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
 # THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
+    '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py',
     'mmdet::_base_/datasets/coco_instance.py',
     'mmdet::_base_/schedules/schedule_1x.py',

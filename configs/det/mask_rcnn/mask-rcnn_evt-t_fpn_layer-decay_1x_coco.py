@@ -1,6 +1,6 @@
 # Mask R-CNN + FPN, EVT-T, 1x, with layer-wise lr decay (opt-in example): the evt-t 1x
 # recipe (authors' lr 4e-4, wd 0.05, no decay on '*norm*') and mmevt's
-# LayerDecayOptimWrapperConstructor, which scales the backbone's lr by depth
+# EVTLayerDecayOptimWrapperConstructor, which scales the backbone's lr by depth
 # (EVT.get_layer_depth: stem 0, one id per block, 18 ids for EVT-T) and keeps the neck and
 # heads at the base lr; the inherited no-decay rules stay as they are.
 # Rate 0.95: mmdet's ConvNeXt-T Mask R-CNN (configs/convnext/
@@ -11,5 +11,5 @@
 _base_ = './mask-rcnn_evt-t_fpn_1x_coco.py'
 
 optim_wrapper = dict(
-    constructor='LayerDecayOptimWrapperConstructor',
+    constructor='EVTLayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(layer_decay_rate=0.95))

@@ -14,8 +14,11 @@
 # 32; the head's three stride-2 deconvolutions give the 64 x 48 heatmaps.
 # Other total batches: pass --auto-scale-lr to scale the lr linearly. Multi-GPU:
 # tools/dist_train.sh THIS_CONFIG 8 (mmpose's tools, or mmevt-train). docs/pose.md.
-_base_ = ['mmpose::body_2d_keypoint/topdown_heatmap/coco/'
-          'td-hm_swin-t-p4-w7_8xb32-210e_coco-256x192.py']
+_base_ = [
+    '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
+    'mmpose::body_2d_keypoint/topdown_heatmap/coco/'
+    'td-hm_swin-t-p4-w7_8xb32-210e_coco-256x192.py',
+]
 custom_imports = dict(imports=['mmevt'], allow_failed_imports=False)
 
 # ImageNet-1k checkpoint of the backbone: replace with your file (an mmevt classifier

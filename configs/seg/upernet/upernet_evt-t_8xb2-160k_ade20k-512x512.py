@@ -4,6 +4,7 @@
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
 # THIS_CONFIG --launcher slurm (see docs/reliability.md).
 _base_ = [
+    '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmseg::_base_/models/upernet_r50.py',
     'mmseg::_base_/datasets/ade20k.py',
     'mmseg::_base_/default_runtime.py',

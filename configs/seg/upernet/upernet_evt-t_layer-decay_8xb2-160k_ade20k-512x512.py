@@ -1,6 +1,6 @@
 # UperNet, EVT-T, 160k, with layer-wise lr decay (opt-in example): the evt-t UperNet recipe
 # (authors' lr 6e-5, wd 0.01, no decay on '*norm*') and mmevt's
-# LayerDecayOptimWrapperConstructor, which scales the backbone's lr by depth
+# EVTLayerDecayOptimWrapperConstructor, which scales the backbone's lr by depth
 # (EVT.get_layer_depth: stem 0, one id per block, 18 ids for EVT-T) and keeps the decode
 # and auxiliary heads at the base lr; the inherited no-decay rules stay as they are.
 # Rate 0.9: mmseg's ConvNeXt UperNet (configs/convnext/
@@ -12,5 +12,5 @@
 _base_ = './upernet_evt-t_8xb2-160k_ade20k-512x512.py'
 
 optim_wrapper = dict(
-    constructor='LayerDecayOptimWrapperConstructor',
+    constructor='EVTLayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(layer_decay_rate=0.9))
