@@ -8,13 +8,14 @@ already registered with its own class (another ``EVT``) is an error, not a silen
 import warnings
 from typing import Dict, List, Mapping
 
+from mmengine.registry import HOOKS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import Registry
 
 from .stack import unavailable_toolkits
 from .toolkits import TOOLKITS, toolkit_models
-from .engine import EVTLayerDecayOptimWrapperConstructor
+from .engine import EVTLayerDecayOptimWrapperConstructor, PreemptionCheckpointHook
 from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
 from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
                             SpatialDecayAttention)
@@ -85,6 +86,8 @@ def register_all_modules() -> List[str]:
     # LayerDecayOptimWrapperConstructor (ViT layer ids) there, with force=True
     register_modules(OPTIM_WRAPPER_CONSTRUCTORS, {
         'EVTLayerDecayOptimWrapperConstructor': EVTLayerDecayOptimWrapperConstructor})
+    # any config's custom_hooks, whatever its toolkit (their HOOKS are children of this one)
+    register_modules(HOOKS, {'PreemptionCheckpointHook': PreemptionCheckpointHook})
     if 'mmpretrain' in done:
         from mmpretrain.registry import METRICS
 

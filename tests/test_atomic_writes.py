@@ -1,8 +1,9 @@
 """mmengine's local writes after ``import mmevt``, seen from code that is not EVT's: atomic
 where that keeps the write's meaning, written as before everywhere else."""
+import errno
 import os
-import re
 import os.path as osp
+import re
 import signal
 import stat
 import subprocess
@@ -70,15 +71,51 @@ def test_a_fifo_is_written_in_place(tmp_path):
     assert got == ['through the pipe'] and stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
-def test_only_binary_writes_are_flushed_to_disk(tmp_path, monkeypatch):
+def test_only_checkpoint_sized_writes_are_flushed_to_disk(tmp_path, monkeypatch):
     from mmengine.fileio import put, put_text
+
+    from mmevt.patches.atomic_writes import FSYNC_BYTES
     synced = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, 'fsync', lambda fd: (synced.append(fd), real_fsync(fd)))
     put_text('small text', str(tmp_path / 'log.json'))
+    put(b'a small image', str(tmp_path / 'vis.jpg'))
     assert synced == []
-    put(b'checkpoint bytes', str(tmp_path / 'epoch_1.pth'))
+    put(b'c' * FSYNC_BYTES, str(tmp_path / 'epoch_1.pth'))
     assert len(synced) == 1
+
+
+@pytest.mark.parametrize('fails, error', [('mkstemp', errno.EACCES), ('replace', errno.EBUSY)],
+                         ids=['read-only directory', 'bind-mounted file'])
+def test_where_no_temporary_can_be_used_the_file_is_written_in_place(tmp_path, monkeypatch,
+                                                                     fails, error):
+    # the kernel's answers in a read-only directory holding a writable file, and for a file
+    # bind-mounted into a container (root may write anywhere, so they are given here)
+    import tempfile
+    path = tmp_path / 'results.json'
+    path.write_text('{}')
+
+    def refused(*args, **kwargs):
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(*((tempfile, 'mkstemp') if fails == 'mkstemp' else (os, 'replace')),
+                        refused)
+    _dump({'a': 1}, path)  # as open() does
+    assert path.read_text() == '{"a": 1}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['results.json']  # no temporary
+
+
+def test_a_file_the_process_may_not_write_stays_refused(tmp_path):
+    path = tmp_path / 'read-only.json'
+    path.write_text('{}')
+    os.chmod(path, 0o444)
+    writable = os.access(path, os.W_OK)  # root may write it, with open() as with mmevt
+    try:
+        _dump({'a': 1}, path)
+    except PermissionError:
+        assert not writable and path.read_text() == '{}'
+    else:
+        assert writable and path.read_text() == '{"a": 1}'
 
 
 KILLED_WRITER = '''

@@ -18,6 +18,7 @@ bugs; where the fork differs, the entry says how.
 """
 import contextlib
 import os
+import warnings
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import atomic_writes, checkpoint_loading, config_resolution, cpu_distributed
@@ -168,6 +169,27 @@ PATCHES: Tuple[Patch, ...] = (
           'also serves heads that regress per class', 'needed', 'needed',
           'found here (docs/deployment.md)', 'mmevt-deploy'),
 )
+# What a user sees with an import-time patch switched off (the README's table says it too)
+SWITCHED_OFF: Dict[str, str] = {
+    'package-lookup': "upstream mmengine 0.10.7 without `pkg_resources` (setuptools >= 82): every "
+                      "`pkg::` config fails with `No module named 'pkg_resources'`; the fork: "
+                      '`mmseg::` fails (`mmsegmentation is not installed`)',
+    'config-prefix': '`mmevt::` config paths do not resolve',
+    'config-index-cache': 'configs with `pkg::` bases parse as slowly as without mmevt (an '
+                          'UperNet config ~10x)',
+    'checkpoint-allow-list': 'runner checkpoints (resume, `tools/test.py`) are refused under '
+                             '`weights_only=True`; the refusal names the patch',
+    'strict-checkpoint-loader': "mmengine's own loaders: URLs with `weights_only=False` (a "
+                                "pickle served from a URL runs), local files as torch's "
+                                "default, the fork's retry with `weights_only=False`; "
+                                '`import mmevt` warns',
+    'atomic-local-writes': 'a job killed while writing can leave a truncated checkpoint, json '
+                           'or `last_checkpoint`',
+    'cpu-distributed': '`tools/dist_train.sh` / `tools/slurm_train.sh` with gloo on a machine '
+                       'without GPUs fails in `torch.cuda.set_device`',
+    'flop-handles': 'the counters log `Unsupported operator aten::scaled_dot_product_attention` '
+                    "and count it as zero (EVT's attention uncounted)",
+}
 SWITCH_ENV = 'MMEVT_PATCHES'
 IMPORT_PATCHES = tuple(p.name for p in PATCHES if p.when == 'import')
 APPLIED: Dict[str, str] = {}  # name -> 'applied' or 'switched off (MMEVT_PATCHES=...)'
@@ -247,6 +269,9 @@ def apply_import_patches() -> Dict[str, str]:
         if patch.when != 'import' or patch.apply is None:
             continue
         if patch.name in off:
+            if patch.name not in APPLIED and patch.name == 'strict-checkpoint-loader':
+                warnings.warn(f'mmevt: {SWITCH_ENV} switches off {patch.name!r}: '
+                              f'{SWITCHED_OFF[patch.name]}')
             APPLIED.setdefault(patch.name, f'switched off ({SWITCH_ENV}='
                                            f'{os.environ.get(SWITCH_ENV, "")})')
             continue

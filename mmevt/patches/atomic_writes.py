@@ -15,15 +15,24 @@ links), a FIFO, device or other non-regular path in place. A replaced file keeps
 and, where the process may set it, the owner of the file it replaces; a new one gets what
 ``open()`` would give it (``0o666`` minus the umask).
 
-Binary writes (checkpoints, pickles) are flushed to disk (``fsync``) before the rename:
-otherwise a machine crash soon after can leave the new name pointing at data that never
-reached the disk, with ``last_checkpoint`` naming it. Text writes are not: they are small,
-frequent (logs, json dumps), and a killed process loses nothing the kernel already has.
+Where the temporary file cannot be made or renamed although the file itself could be written
+(a read-only directory, a bind-mounted file), the write happens in place, as before; a file
+the process may not write stays refused, as with ``open()``.
 
-Temporary files are named ``.NAME.mmevt-HOST-PID-XXXX.tmp``; one whose writer was killed
-(its pid is gone on this host) is removed by the next atomic write in that directory.
+Writes of :data:`FSYNC_BYTES` or more (checkpoints) are flushed to disk (``fsync``) before
+the rename: otherwise a machine crash soon after can leave the new name pointing at data that
+never reached the disk, with ``last_checkpoint`` naming it. Smaller ones (logs, json dumps,
+images) are not: they are frequent, and a killed process loses nothing the kernel already has.
+
+Temporary files are named ``.NAME.mmevt-HOST-PID-XXXX.tmp`` and locked (``flock``) while
+written; one whose writer is gone (its pid is not running on this host, and nobody holds its
+lock: the lock also guards writers in other pid namespaces) is removed by the next atomic
+write in that directory (looked for only when someone else changed the directory since
+this process's last write there, so many writes into one directory stay cheap).
 """
 import builtins
+import errno
+import fcntl
 import io
 import os
 import os.path as osp
@@ -31,11 +40,17 @@ import re
 import socket
 import stat
 import tempfile
+import time
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
-_HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname()) or 'host'
-_TEMPORARY = re.compile(r'^\..+\.mmevt-(?P<host>[^-]+)-(?P<pid>\d+)-[^.]+\.tmp$')
+FSYNC_BYTES = 1 << 20  # 1 MiB: checkpoints, not logs or images
+_HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname())[:64] or 'host'
+_TEMPORARY = re.compile(r'^\..*\.mmevt-(?P<host>[^-]+)-(?P<pid>\d+)-[^.]+\.tmp$')
+_CLEANED: Dict[str, int] = {}  # directory -> its mtime after this process's last write
+# a temporary cannot be made or renamed there, but the file may be written in place
+_IN_PLACE_ERRORS = (errno.EACCES, errno.EPERM, errno.EROFS, errno.EBUSY, errno.EXDEV,
+                    errno.ENAMETOOLONG)
 
 
 def _umask() -> int:
@@ -54,8 +69,24 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _locked(path: str) -> bool:
+    """Whether a writer holds the lock of temporary ``path`` (it is being written)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def remove_orphaned_temporaries(directory: str) -> int:
-    """Remove mmevt's temporary files in ``directory`` whose writer (same host) is gone.
+    """Remove mmevt's temporary files in ``directory`` whose writer is gone: its pid not
+    running on this host and its lock free.
 
     Returns:
         int: how many were removed.
@@ -68,13 +99,28 @@ def remove_orphaned_temporaries(directory: str) -> int:
     for entry in entries:
         match = _TEMPORARY.match(entry.name)
         if (match and match['host'] == _HOST and int(match['pid']) != os.getpid()
-                and not _pid_alive(int(match['pid']))):
+                and not _pid_alive(int(match['pid'])) and not _locked(entry.path)):
             try:
                 os.remove(entry.path)
                 removed += 1
             except OSError:  # another writer removed it first
                 pass
     return removed
+
+
+def _directory_version(directory: str) -> int:
+    try:
+        return os.stat(directory).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _clean_if_touched(directory: str) -> None:
+    """Look for orphaned temporaries unless nobody but this process changed the directory
+    since its last atomic write there (its own renames keep the directory's mtime, which
+    is recorded after each): many writes into one directory stay O(1) each."""
+    if _CLEANED.get(directory) != _directory_version(directory):
+        remove_orphaned_temporaries(directory)
 
 
 def _write_in_place(data: bytes, path: str) -> None:
@@ -90,11 +136,11 @@ def atomic_write(data: Union[bytes, str], filepath: Union[str, Path], encoding: 
         data (bytes | str): the contents; a str is encoded with ``encoding``.
         filepath (str | Path): where; missing directories are created (as mmengine does).
         encoding (str): for str data. Defaults to ``'utf-8'``.
-        fsync (bool, optional): flush to disk before the rename. Defaults to True for bytes
-            and False for str (the module docstring says why).
+        fsync (bool, optional): flush to disk before the rename. Defaults to True for
+            :data:`FSYNC_BYTES` or more (the module docstring says why).
     """
     raw = data.encode(encoding) if isinstance(data, str) else data
-    fsync = not isinstance(data, str) if fsync is None else fsync
+    fsync = len(raw) >= FSYNC_BYTES if fsync is None else fsync
     path = str(filepath)
     if osp.islink(path):  # the link stays, its target gets the data, as with open()
         path = osp.realpath(path)
@@ -104,27 +150,44 @@ def atomic_write(data: Union[bytes, str], filepath: Union[str, Path], encoding: 
         old: Optional[os.stat_result] = os.stat(path)
     except FileNotFoundError:
         old = None
-    if old is not None and (not stat.S_ISREG(old.st_mode) or old.st_nlink > 1):
+    if old is not None and (not stat.S_ISREG(old.st_mode) or old.st_nlink > 1
+                            or not os.access(path, os.W_OK)):
+        _write_in_place(raw, path)  # as mmengine writes it (a read-only file: refused)
+        return
+    _clean_if_touched(directory)
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f'.{osp.basename(path)[:150]}.mmevt-{_HOST}-{os.getpid()}-', suffix='.tmp',
+            dir=directory)
+    except OSError as err:
+        if err.errno not in _IN_PLACE_ERRORS:
+            raise
         _write_in_place(raw, path)
         return
-    remove_orphaned_temporaries(directory)
-    fd, tmp = tempfile.mkstemp(prefix=f'.{osp.basename(path)}.mmevt-{_HOST}-{os.getpid()}-',
-                               suffix='.tmp', dir=directory)
     try:
         with os.fdopen(fd, 'wb') as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # held until renamed (closed)
             f.write(raw)
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())
-        if old is None:
-            os.chmod(tmp, 0o666 & ~_umask())
-        else:
-            os.chmod(tmp, stat.S_IMODE(old.st_mode))
+            if old is None:
+                os.fchmod(f.fileno(), 0o666 & ~_umask())
+            else:
+                os.fchmod(f.fileno(), stat.S_IMODE(old.st_mode))
+                if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+                    try:
+                        os.fchown(f.fileno(), old.st_uid, old.st_gid)
+                    except OSError:  # only root may give a file away; user namespaces
+                        pass
             try:
-                os.chown(tmp, old.st_uid, old.st_gid)
-            except PermissionError:  # only root may give a file away; the group may fail
-                pass
-        os.replace(tmp, path)
+                os.replace(tmp, path)
+            except OSError as err:
+                if err.errno not in _IN_PLACE_ERRORS:
+                    raise
+                os.remove(tmp)
+                _write_in_place(raw, path)
+        _CLEANED[directory] = _directory_version(directory)
     except BaseException:
         if osp.exists(tmp):
             os.remove(tmp)

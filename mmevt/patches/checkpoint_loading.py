@@ -36,8 +36,9 @@ import os.path as osp
 import pickle
 import re
 import sys
+import threading
 import types
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -52,7 +53,7 @@ ONE_CYCLE = 'mmengine.optim.scheduler.param_scheduler.OneCycleParamScheduler'
 
 def env_flag(name: str) -> bool:
     """Whether environment variable ``name`` is set true, as torch reads its switches."""
-    return os.environ.get(name, '0').strip().lower() in TRUE_VALUES
+    return os.environ.get(name, '0').lower() in TRUE_VALUES
 
 
 # ------------------------------------------------------------------------- the allow-list
@@ -71,7 +72,7 @@ def _numpy_globals() -> List[object]:
         from numpy._core import multiarray
     except ImportError:  # numpy 1.x before numpy._core existed
         from numpy.core import multiarray
-    objs: List[object] = [np.ndarray, np.dtype]
+    objs: List[object] = [np.ndarray, np.dtype, slice]  # slice: as the fork's own list
     for name in ('_reconstruct', 'scalar'):
         objs += _spellings(getattr(multiarray, name),
                            [f'numpy.{core}.multiarray.{name}' for core in ('_core', 'core')])
@@ -85,13 +86,23 @@ def _numpy_globals() -> List[object]:
 class CheckpointClassName:
     """What a checkpoint gets for a class it may only read named attributes of.
 
-    Inert: not callable, not a class, no attributes of its own; :func:`checkpoint_getattr` is
-    the only thing that accepts it and returns the real class's attribute for the names
-    allowed here.
+    Inert: calling or instantiating it is refused, it is not a class and has no attribute of
+    the real class; :func:`checkpoint_getattr` is the only thing that accepts it and returns
+    the real class's attribute for the names in :attr:`attributes`.
     """
 
-    def __init__(self, path: str, attributes: tuple):
+    def __new__(cls, *args: Any, **kwargs: Any) -> 'CheckpointClassName':
+        if not isinstance(cls, type):  # a pickle instantiating the stand-in (NEWOBJ)
+            raise pickle.UnpicklingError(f'checkpoint instantiates {cls!r}; mmevt allows only '
+                                         f'reading {cls.attributes} of it')
+        return super().__new__(cls)
+
+    def __init__(self, path: str, attributes: Tuple[str, ...]):
         self.path, self.attributes = path, attributes
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:  # a pickle calling it (REDUCE)
+        raise pickle.UnpicklingError(f'checkpoint calls {self!r}; mmevt allows only reading '
+                                     f'{self.attributes} of it')
 
     def resolve(self, name: str) -> Any:
         """The real class's attribute ``name`` (only for :attr:`attributes`)."""
@@ -170,6 +181,9 @@ def enable_safe_checkpoint_loading() -> None:
         add(missing)
 
 
+_LOADING = threading.RLock()  # one load at a time changes torch's process-wide list
+
+
 @contextlib.contextmanager
 def allow_list_in_force() -> Iterator[None]:
     """For the duration of a load: mmevt's allow-list registered (unless its patch is switched
@@ -186,18 +200,19 @@ def allow_list_in_force() -> Iterator[None]:
         yield
         return
     ours = is_applied('checkpoint-allow-list')
-    before = ser.get_safe_globals()
-    ser.clear_safe_globals()
-    ser.add_safe_globals([g for g in before if not _is_real_getattr(g)])
-    if ours:
-        enable_safe_checkpoint_loading()
-    try:
-        yield
-    finally:
+    with _LOADING:
+        before = ser.get_safe_globals()
         ser.clear_safe_globals()
-        ser.add_safe_globals(before)
+        ser.add_safe_globals([g for g in before if not _is_real_getattr(g)])
         if ours:
             enable_safe_checkpoint_loading()
+        try:
+            yield
+        finally:
+            ser.clear_safe_globals()
+            ser.add_safe_globals(before)
+            if ours:
+                enable_safe_checkpoint_loading()
 
 
 # ---------------------------------------------------------------------------- refusals
@@ -272,16 +287,27 @@ def _describe(file: Any) -> str:
     return repr(file) if isinstance(file, (str, os.PathLike)) else type(file).__name__
 
 
-def _load_strictly(what: str, load: Callable[[bool], Any]) -> Any:
+def _load_strictly(what: str, load: Callable[[bool], Any], caller_chose: bool = False) -> Any:
     """``load(True)`` with the allow-list in force; a refusal raises :func:`refusal_message`
-    unless the user opted out (:func:`unsafe_opt_out`), then ``load(False)``, logged."""
+    unless the user opted out (:func:`unsafe_opt_out`) and the caller did not ask for
+    ``weights_only=True`` itself (``caller_chose``), then ``load(False)``, logged.
+
+    Raises:
+        ValueError: both of torch's switches are set (torch refuses that too).
+        pickle.UnpicklingError: the file was refused.
+    """
     from mmengine.logging import print_log
+    if env_flag(TORCH_WEIGHTS_ONLY_ENV) and env_flag(TORCH_NO_WEIGHTS_ONLY_ENV):
+        raise ValueError(f'mmevt cannot load checkpoint {what}: both {TORCH_WEIGHTS_ONLY_ENV}='
+                         f'{os.environ[TORCH_WEIGHTS_ONLY_ENV]} and {TORCH_NO_WEIGHTS_ONLY_ENV}='
+                         f'{os.environ[TORCH_NO_WEIGHTS_ONLY_ENV]} are set; torch allows one '
+                         'of them: unset the one you did not mean')
     try:
         with allow_list_in_force():
             return load(True)
     except pickle.UnpicklingError as err:
         opt_out = unsafe_opt_out()
-        if opt_out is None or env_flag(TORCH_WEIGHTS_ONLY_ENV):
+        if opt_out is None or caller_chose or env_flag(TORCH_WEIGHTS_ONLY_ENV):
             raise pickle.UnpicklingError(refusal_message(what, err)) from None
         print_log(f'mmevt: {opt_out}={os.environ[opt_out]}: loading {what} with '
                   f'weights_only=False after weights_only=True refused it '
@@ -290,7 +316,8 @@ def _load_strictly(what: str, load: Callable[[bool], Any]) -> Any:
         return load(False)
 
 
-def strict_torch_load(file: Any, map_location: Any = None, weights_only: Any = None) -> Any:
+def strict_torch_load(file: Any, map_location: Any = None,
+                      weights_only: Optional[bool] = None) -> Any:
     """``torch.load(file, weights_only=True)`` with mmevt's allow-list; refused files raise.
 
     The signature of the fork's ``mmengine.runner.checkpoint._safe_torch_load``, which this
@@ -312,12 +339,13 @@ def strict_torch_load(file: Any, map_location: Any = None, weights_only: Any = N
             file.seek(0)
         return torch.load(file, map_location=map_location, weights_only=safe)
 
-    return _load_strictly(_describe(file), load)
+    return _load_strictly(_describe(file), load, caller_chose=weights_only is True)
 
 
 def strict_load_url(url: str, model_dir: Optional[str] = None, map_location: Any = None,
                     progress: bool = True, check_hash: bool = False,
-                    file_name: Optional[str] = None, weights_only: Any = None) -> Any:
+                    file_name: Optional[str] = None,
+                    weights_only: Optional[bool] = None) -> Any:
     """mmengine's ``load_url`` (``torch.hub.load_state_dict_from_url``: downloaded into
     torch.hub's cache once) loaded as :func:`strict_torch_load` loads a file.
 
@@ -340,7 +368,7 @@ def strict_load_url(url: str, model_dir: Optional[str] = None, map_location: Any
                   '(unpickling can run code from the file)', logger='current',
                   level=logging.WARNING)
         return load(False)
-    return _load_strictly(repr(url), load)
+    return _load_strictly(repr(url), load, caller_chose=weights_only is True)
 
 
 def load_from_local(filename: str, map_location: Any = None) -> Any:

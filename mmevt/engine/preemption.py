@@ -1,0 +1,297 @@
+"""Preemption that loses nothing: :class:`PreemptionCheckpointHook`.
+
+Shared clusters stop jobs at their time limit or to preempt them: Slurm sends SIGTERM to
+every task (and SIGKILL ``KillWait``, 30 s, later); ``--signal=USR1@120`` adds an earlier
+SIGUSR1. mmengine handles no signal, so such a job loses everything since its last interval
+checkpoint. With this hook, a signal is recorded; at the next training iteration boundary
+every rank agrees on it (the flag is all-reduced), rank 0 saves one checkpoint (atomic, as
+mmevt makes mmengine's writes) with everything an exact resume needs, ``last_checkpoint``
+names it, and every process exits with :data:`PREEMPTED_EXIT_CODE`, which
+``tools/slurm_train.sh``'s batch mode reads as "requeue me". A run started with ``--resume``
+continues from it exactly:
+
+- epoch, iteration + 1 and the index of the next batch of the epoch are saved explicitly
+  (mmengine's own mid-epoch save with ``by_epoch=True`` records ``epoch + 1``), and the
+  trained batches of that epoch are skipped by advancing the batch sampler, without loading
+  them (mmengine's epoch loop would re-run the whole epoch);
+- the sampler's seed (``DefaultSampler(seed=None)`` draws a new one in every run);
+- every rank's python / numpy / torch (and CUDA) random states, gathered before rank 0 saves
+  and restored at the first iteration after the resume (mmengine re-seeds on resume);
+- each sample's augmentation randomness is a function of (seed, epoch, sample index), not of
+  which dataloader worker loaded it or what it loaded before (:class:`SeededPipeline`): this
+  changes which flips are drawn, not their distribution.
+
+Dataloader workers ignore the signals (set inside ``worker_init_fn``), so the main process
+keeps its data while it saves; the handler that was installed before is chained (a Python
+one is called) and restored when the run ends. A second signal while saving is recorded and
+changes nothing. A signal during evaluation is acted on at the next training iteration.
+"""
+import atexit
+import multiprocessing
+import os
+import os.path as osp
+import random
+import signal
+import zlib
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import torch
+from mmengine.hooks import Hook
+from mmengine.logging import print_log
+
+# sysexits.h's EX_TEMPFAIL: "a temporary failure; the user is invited to retry"
+PREEMPTED_EXIT_CODE = 75
+CHECKPOINT_KEY = 'preemption'
+
+
+def _signal_number(name: Union[str, int]) -> int:
+    if isinstance(name, int):
+        return name
+    number = getattr(signal, str(name).upper(), None)
+    if not isinstance(number, signal.Signals):
+        raise ValueError(f'PreemptionCheckpointHook: signals has {name!r}, which is no signal '
+                         "of this platform; use names such as 'SIGTERM', 'SIGUSR1'")
+    return int(number)
+
+
+def random_states() -> Dict[str, Any]:
+    """This process's python, numpy, torch and CUDA random generator states."""
+    states = dict(python=random.getstate(), numpy=np.random.get_state(),
+                  torch=torch.get_rng_state())
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states['cuda'] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def set_random_states(states: Dict[str, Any]) -> None:
+    """Restore what :func:`random_states` returned."""
+    random.setstate(states['python'])
+    np.random.set_state(states['numpy'])
+    torch.set_rng_state(states['torch'])
+    if 'cuda' in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states['cuda'])
+
+
+def sample_seed(seed: int, epoch: int, index: int) -> int:
+    """The augmentation seed of sample ``index`` in ``epoch`` of a run seeded ``seed``."""
+    return zlib.crc32(f'{seed}/{epoch}/{index}'.encode())
+
+
+class SeededPipeline:
+    """A dataset's pipeline whose randomness, per sample, is seeded by
+    :func:`sample_seed` of the run's seed, the current epoch and the sample's index
+    (``data_info['sample_idx']``, which mmengine's datasets set); the process's own random
+    states are left as they were. ``epoch`` is shared memory, so persistent dataloader
+    workers see the epoch the main process is in."""
+
+    def __init__(self, pipeline: Callable, seed: int, epoch: Any):
+        self.pipeline, self.seed, self.epoch = pipeline, seed, epoch
+
+    def __call__(self, data_info: dict) -> Any:
+        saved = random_states()
+        seed = sample_seed(self.seed, self.epoch.value, data_info.get('sample_idx', 0))
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        try:
+            return self.pipeline(data_info)
+        finally:
+            set_random_states(saved)
+
+    def __getattr__(self, name: str) -> Any:  # transforms, __repr__ helpers: the pipeline's
+        return getattr(self.__dict__['pipeline'], name)
+
+
+class _SkipFirstBatches:
+    """A batch sampler whose next iteration skips its first ``count`` batches (the ones a
+    preempted run trained), then iterates as the sampler it wraps."""
+
+    def __init__(self, batch_sampler: Any, count: int):
+        self.batch_sampler, self.count = batch_sampler, count
+
+    def __iter__(self):
+        batches = iter(self.batch_sampler)
+        skip, self.count = self.count, 0
+        for _ in range(skip):
+            next(batches, None)
+        yield from batches
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+    def __getattr__(self, name: str) -> Any:  # sampler, batch_size, ...: the wrapped one's
+        return getattr(self.__dict__['batch_sampler'], name)
+
+
+class _IgnoreSignalsInWorker:
+    """``worker_init_fn`` of a dataloader: the worker ignores ``signals`` while the run goes
+    on (the main process decides when to stop and still needs its data), then runs the
+    loader's own ``worker_init_fn``. Once the main process is stopping (``stopping`` set:
+    after the save, at the end of the run, at exit), a signal ends the worker as before:
+    torch and multiprocessing stop workers with SIGTERM."""
+
+    def __init__(self, signals: Sequence[int], stopping: Any, then: Optional[Callable]):
+        self.signals, self.stopping, self.then = tuple(signals), stopping, then
+
+    def _handle(self, number: int, frame: Any) -> None:
+        if self.stopping.value:
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+
+    def __call__(self, worker_id: int) -> None:
+        for number in self.signals:
+            signal.signal(number, self._handle)
+        if self.then is not None:
+            self.then(worker_id)
+
+
+def _datasets(dataset: Any) -> List[Any]:
+    """``dataset`` and the datasets inside wrappers (Concat, Repeat, ClassBalanced)."""
+    found = [dataset]
+    for inner in getattr(dataset, 'datasets', []) or []:
+        found += _datasets(inner)
+    if getattr(dataset, 'dataset', None) is not None:
+        found += _datasets(dataset.dataset)
+    return found
+
+
+class PreemptionCheckpointHook(Hook):
+    """On a signal, save at the next iteration boundary and exit; resume exactly (module
+    docstring).
+
+    Args:
+        signals (Sequence[str | int]): the signals that ask the run to stop. Defaults to
+            ``('SIGTERM', 'SIGUSR1')``.
+        exit_code (int): what every process exits with after the save. Defaults to
+            :data:`PREEMPTED_EXIT_CODE` (75).
+        seed_samples (bool): seed each sample's augmentations by (seed, epoch, index).
+            Defaults to True.
+    """
+    priority = 'LOWEST'  # after the scheduler, EMA and checkpoint hooks of the iteration
+
+    def __init__(self, signals: Sequence[Union[str, int]] = ('SIGTERM', 'SIGUSR1'),
+                 exit_code: int = PREEMPTED_EXIT_CODE, seed_samples: bool = True):
+        if not signals:
+            raise ValueError('PreemptionCheckpointHook: signals is empty; give at least one '
+                             "signal name, e.g. ('SIGTERM', 'SIGUSR1')")
+        self.signals = [_signal_number(s) for s in signals]
+        if not isinstance(exit_code, int) or not 0 < exit_code < 256:
+            raise ValueError(f'PreemptionCheckpointHook: exit_code must be an int in 1..255, '
+                             f'got {exit_code!r}')
+        self.exit_code, self.seed_samples = exit_code, seed_samples
+        self.received: Optional[int] = None
+        self._previous: Dict[int, Any] = {}
+        self._resumed: Optional[dict] = None
+        self._batch_offset = 0  # batches of the current epoch trained before a resume
+        self._epoch = multiprocessing.Value('i', 0, lock=False)
+        self._stopping = multiprocessing.Value('b', 0, lock=False)  # read by the workers
+
+    # ------------------------------------------------------------------ the signal
+    def _handle(self, number: int, frame: Any) -> None:
+        if self.received is None:
+            self.received = number
+        previous = self._previous.get(number)
+        if callable(previous):
+            previous(number, frame)
+
+    def _install(self) -> None:
+        for number in self.signals:
+            self._previous[number] = signal.signal(number, self._handle)
+
+    def _stop_workers_on_signals(self) -> None:
+        self._stopping.value = 1
+
+    def _restore(self) -> None:
+        self._stop_workers_on_signals()
+        for number, previous in self._previous.items():
+            signal.signal(number, previous if previous is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+    # ----------------------------------------------------------------- the run
+    def before_run(self, runner) -> None:
+        self._install()
+        # runs before multiprocessing's own exit function (registered earlier), which
+        # terminates the workers with SIGTERM
+        atexit.register(self._stop_workers_on_signals)
+
+    def after_run(self, runner) -> None:
+        self._restore()
+
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        self._resumed = checkpoint.get('meta', {}).get(CHECKPOINT_KEY)
+
+    def before_train(self, runner) -> None:
+        loader = runner.train_loop.dataloader
+        loader.worker_init_fn = _IgnoreSignalsInWorker(self.signals, self._stopping,
+                                                       loader.worker_init_fn)
+        self._epoch.value = runner.epoch
+        if self.seed_samples:
+            for dataset in _datasets(loader.dataset):
+                if hasattr(dataset, 'pipeline') and not isinstance(dataset.pipeline,
+                                                                   SeededPipeline):
+                    dataset.pipeline = SeededPipeline(dataset.pipeline, runner.seed,
+                                                      self._epoch)
+        state = self._resumed
+        if state is None:
+            return
+        sampler = getattr(loader.batch_sampler, 'sampler', loader.sampler)
+        if state.get('sampler_seed') is not None and hasattr(sampler, 'seed'):
+            sampler.seed = state['sampler_seed']
+        if state['batch_idx'] and hasattr(runner.train_loop, 'max_epochs'):
+            # the epoch loop iterates the whole epoch again: skip what was trained
+            object.__setattr__(loader, 'batch_sampler',
+                               _SkipFirstBatches(loader.batch_sampler, state['batch_idx']))
+        self._batch_offset = state['batch_idx']
+        print_log(f'PreemptionCheckpointHook: resuming the run stopped by '
+                  f'{signal.Signals(state["signal"]).name} at epoch {state["epoch"]}, '
+                  f'iteration {state["iter"]}, batch {state["batch_idx"]} of the epoch',
+                  logger='current')
+
+    def before_train_epoch(self, runner) -> None:
+        self._epoch.value = runner.epoch
+        if self._resumed is None:
+            self._batch_offset = 0
+
+    def before_train_iter(self, runner, batch_idx: int, data_batch: Any = None) -> None:
+        if self._resumed is not None:  # the first iteration after a resume
+            from mmengine.dist import get_rank
+            states = self._resumed['random_states']
+            set_random_states(states[min(get_rank(), len(states) - 1)])
+            self._resumed = None
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                         outputs: Any = None) -> None:
+        from mmengine.dist import all_reduce
+        flag = torch.tensor([0 if self.received is None else self.received])
+        all_reduce(flag, op='max')  # every rank stops at the same iteration
+        if int(flag.item()):
+            self._save_and_exit(runner, batch_idx, int(flag.item()))
+
+    # ---------------------------------------------------------------- the save
+    def _save_and_exit(self, runner, batch_idx: int, number: int) -> None:
+        from mmengine.dist import all_gather_object, barrier, is_main_process
+
+        from ..patches.atomic_writes import atomic_write
+        next_batch = self._batch_offset + batch_idx + 1
+        epoch_done = next_batch >= len(runner.train_loop.dataloader)
+        state = dict(signal=number, iter=runner.iter + 1,
+                     epoch=runner.epoch + int(epoch_done),
+                     batch_idx=0 if epoch_done else next_batch,
+                     sampler_seed=getattr(getattr(runner.train_loop.dataloader.batch_sampler,
+                                                  'sampler', None), 'seed', None),
+                     random_states=all_gather_object(random_states()))
+        filename = f'preempted_iter_{state["iter"]}.pth'
+        print_log(f'PreemptionCheckpointHook: {signal.Signals(number).name} received; saving '
+                  f'{filename} at epoch {state["epoch"]}, iteration {state["iter"]}, batch '
+                  f'{state["batch_idx"]} of the epoch, then exiting with {self.exit_code}',
+                  logger='current')
+        # mmengine's save_checkpoint takes epoch and iteration from meta when given
+        runner.save_checkpoint(runner.work_dir, filename, meta={
+            'epoch': state['epoch'], 'iter': state['iter'], CHECKPOINT_KEY: state})
+        path = osp.join(runner.work_dir, filename)
+        if is_main_process():
+            atomic_write(path, osp.join(runner.work_dir, 'last_checkpoint'))
+        barrier()  # every rank leaves after the file is complete
+        self._restore()
+        raise SystemExit(self.exit_code)
