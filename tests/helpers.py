@@ -169,6 +169,18 @@ def toolkit_tool_env() -> dict:
 
 
 # ------------------------------------------- code that is not EVT's: a plain mmengine run
+class RunsCode:
+    """A hostile pickle: unpickling it creates the file ``path`` (standing in for any code
+    a checkpoint could run), so a test can tell whether it ran."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, 'w'))
+
+
+
 
 
 def plain_mmengine_runner(work_dir, max_iters=4, interval=2, param_scheduler=None,

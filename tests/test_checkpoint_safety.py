@@ -20,19 +20,9 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import plain_mmengine_runner
+from helpers import RunsCode, plain_mmengine_runner
 
 pytestmark = pytest.mark.usefixtures('safe_globals_restored')
-
-
-class _RunsCode:
-    """A hostile pickle: unpickling it creates ``path`` (standing in for any code)."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        return (open, (self.path, 'w'))
 
 
 class PluginRecord:
@@ -103,6 +93,19 @@ def test_numpy_1_and_numpy_2_spellings_load(tmp_path, zip_format):
     torch.load(numpy2, weights_only=True)
     with pytest.raises(pickle.UnpicklingError, match='numpy.core.multiarray'):
         torch.load(numpy1, weights_only=True)
+
+
+def test_a_runner_checkpoint_written_under_numpy_1_resumes(tmp_path):
+    # the runner's own file (its message hub's HistoryBuffers hold ndarrays), with numpy's
+    # module names as numpy 1.x pickled them
+    import mmevt  # noqa: F401
+    plain_mmengine_runner(tmp_path / 'run').train()
+    old = tmp_path / 'numpy1' / 'iter_2.pth'
+    old.parent.mkdir()
+    _as_numpy_1(tmp_path / 'run' / 'iter_2.pth', old)
+    resumed = plain_mmengine_runner(tmp_path / 'resumed', load_from=str(old), resume=True)
+    resumed.train()
+    assert resumed.iter == 4
 
 
 # --------------------------------------------------------- what the runner itself writes
@@ -176,6 +179,7 @@ def _state_at_start():
 
     return StateAtStart()
 
+
 def _equal(a, b):
     if isinstance(a, torch.Tensor):
         return torch.equal(a, b)
@@ -211,9 +215,9 @@ def test_every_scheduler_checkpoint_loads_and_resumes_with_its_state(tmp_path):
         try:
             # iterations 0-4, a checkpoint after 2; by epoch: 2 epochs, one after epoch 1
             by_epoch = _by_epoch(name)
-            run = partial(plain_mmengine_runner, param_scheduler=[_scheduler_cfg(name, scope)],
-                          by_epoch=by_epoch, max_iters=2 if by_epoch else 4,
-                          interval=1 if by_epoch else 2)
+            run = partial(plain_mmengine_runner,
+                          param_scheduler=[_scheduler_cfg(name, scope)], by_epoch=by_epoch,
+                          max_iters=2 if by_epoch else 4, interval=1 if by_epoch else 2)
             run(work).train()
             ckpt = work / ('epoch_1.pth' if by_epoch else 'iter_2.pth')
             saved = CheckpointLoader.load_checkpoint(str(ckpt), map_location='cpu')
@@ -418,7 +422,7 @@ def test_every_scheme_loads_strictly(tmp_path, file_servers, monkeypatch):
     os.makedirs(os.environ['MMENGINE_HOME'])
     monkeypatch.syspath_prepend(str(_storage_services(file_servers['dir'])))
     marker = tmp_path / 'hostile-code-ran'
-    torch.save({'state_dict': {'w': torch.ones(2)}, 'meta': _RunsCode(marker)},
+    torch.save({'state_dict': {'w': torch.ones(2)}, 'meta': RunsCode(marker)},
                file_servers['dir'] / 'hostile.pth')
     # mmcls:// keeps the backbone's weights, without their prefix
     torch.save({'state_dict': {'w': torch.ones(2), 'backbone.w': torch.ones(2)},
@@ -444,7 +448,7 @@ def test_every_scheme_loads_strictly(tmp_path, file_servers, monkeypatch):
 def hostile(tmp_path):
     marker = tmp_path / 'ran'
     path = tmp_path / 'hostile.pth'
-    torch.save({'state_dict': {}, 'meta': _RunsCode(marker)}, path)
+    torch.save({'state_dict': {}, 'meta': RunsCode(marker)}, path)
     return path, marker
 
 
@@ -542,7 +546,7 @@ def test_without_the_strict_loader_a_pickle_from_a_url_runs(tmp_path, file_serve
     # unpickles with weights_only=False
     from helpers import run_tool
     marker = tmp_path / 'ran-from-url'
-    torch.save({'meta': _RunsCode(marker)}, file_servers['dir'] / 'hostile.pth')
+    torch.save({'meta': RunsCode(marker)}, file_servers['dir'] / 'hostile.pth')
     url = f'{file_servers["http"]}/hostile.pth'
     env = {'TORCH_HOME': str(tmp_path / 'torch_home')}
     assert 'REFUSED UnpicklingError' in run_tool('-c', FROM_A_URL, url, env=env)

@@ -13,7 +13,7 @@ from importlib import metadata
 import pytest
 import torch
 
-from helpers import (BLOCK_PKG_RESOURCES, CONFIGS, COPY_SKIP, HANG_TIMEOUT, REPO,
+from helpers import (BLOCK_PKG_RESOURCES, CONFIGS, COPY_SKIP, HANG_TIMEOUT, REPO, RunsCode,
                      bootstrap_wheel, current_stack, run_tool)
 
 MASK_RCNN = osp.join(CONFIGS, 'det', 'mask_rcnn', 'mask-rcnn_evt-t_fpn_1x_coco.py')
@@ -143,14 +143,6 @@ def test_info_reports_the_stack_and_every_patch():
 
 
 # ------------------------------------------------------------ checkpoints, on both stacks
-class _RunsCode:
-    def __init__(self, path):
-        self.path = path
-
-    def __reduce__(self):
-        return (os.system, (f'touch {self.path}', ))
-
-
 def _real_getattr_pickle():
     from mmengine.logging import HistoryBuffer
 
@@ -186,7 +178,7 @@ def test_hostile_checkpoints_are_refused_and_the_allow_list_survives(tmp_path,
     marker = tmp_path / 'pwned'
     runs_code, real_getattr, good = (tmp_path / n for n in ('code.pth', 'getattr.pth',
                                                             'good.pth'))
-    torch.save({'state_dict': {}, 'meta': _RunsCode(str(marker))}, runs_code)
+    torch.save({'state_dict': {}, 'meta': RunsCode(str(marker))}, runs_code)
     torch.save({'x': _real_getattr_pickle()}, real_getattr)
     _runner_like_checkpoint(good)
     before_user = torch.serialization.get_safe_globals()
@@ -232,7 +224,7 @@ def test_unsafe_loading_only_by_explicit_opt_out_and_logged(tmp_path):
     from mmevt.patches.checkpoint_loading import UNSAFE_ENV
     marker = tmp_path / 'ran'
     bad = tmp_path / 'code.pth'
-    torch.save({'state_dict': {}, 'meta': _RunsCode(str(marker))}, bad)
+    torch.save({'state_dict': {}, 'meta': RunsCode(str(marker))}, bad)
     refused = run_tool('-c', OPT_OUT, str(bad), check=False)
     assert refused.returncode != 0 and f'set {UNSAFE_ENV}=1' in refused.stdout
     assert not marker.exists()
@@ -304,10 +296,12 @@ print(json.dumps({
     'config-prefix': 'mmevt' in config_utils.MODULE2PACKAGE,
     'config-index-cache': ours(config_utils._get_cfg_metainfo),
     'checkpoint-allow-list': SAFE_CHECKPOINT_GLOBALS[-1] in torch.serialization.get_safe_globals(),
-    'strict-checkpoint-loader': ours(checkpoint.CheckpointLoader._schemes['']) and ours(checkpoint.load_url),
+    'strict-checkpoint-loader': (ours(checkpoint.CheckpointLoader._schemes[''])
+                                 and ours(checkpoint.load_url)),
     'atomic-local-writes': ours(LocalBackend.put) and ours(checkpoint_hook.open),
     'cpu-distributed': getattr(dist_utils._init_dist_pytorch, '_mmevt_cpu', False),
-    'flop-handles': 'aten::scaled_dot_product_attention' in complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS,
+    'flop-handles': ('aten::scaled_dot_product_attention'
+                     in complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS),
     'applied': patches.APPLIED}))
 '''
 

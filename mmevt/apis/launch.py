@@ -49,7 +49,4 @@ def run_toolkit_tool(tool: str, argv: Optional[List[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     path = toolkit_tool_path(toolkit_of(find_config_arg(argv)), tool)
     sys.argv = [path] + list(argv)
-    from ..patches import patches_needed
-    with patches_needed('package-lookup', 'config-prefix', 'cpu-distributed',
-                        'checkpoint-allow-list', 'strict-checkpoint-loader'):
-        runpy.run_path(path, run_name='__main__')
+    runpy.run_path(path, run_name='__main__')

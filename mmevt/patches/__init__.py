@@ -119,7 +119,7 @@ PATCHES: Tuple[Patch, ...] = (
           "mmengine's local writes (checkpoints, dump(), put / put_text, log uploads) of "
           'a new or a regular single-link file replace it whole (mode and owner kept); '
           'symlinks are written through, hard-linked files, FIFOs and devices in place, '
-          'as before; binary writes are fsynced'),
+          'as before; writes of 1 MiB or more (checkpoints) are fsynced'),
     Patch('cpu-distributed', 'mmevt.patches.cpu_distributed',
           ('mmengine.dist.utils._init_dist_pytorch', 'mmengine.dist.utils._init_dist_slurm'),
           'tools/dist_train.sh (--launcher pytorch) and tools/slurm_train.sh (--launcher '
