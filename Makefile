@@ -20,7 +20,12 @@ FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_confi
 	tests/test_seg.py tests/test_cls.py tests/test_swap.py tests/test_checkpoint_safety.py \
 	tests/test_atomic_writes.py tests/test_registry.py tests/test_toolkit_tools.py
 
-.PHONY: env env-fork demo test test-fork test-fork-ci complexity gpu-deps gpu-rehearsal
+# The cluster tests (tests/test_cluster.py) start a real Slurm: `make slurm` installs Debian's
+# slurm-wlm and munge as root (tools/install_slurm.sh; nothing is configured or started). They
+# form the pytest-xdist group `slurm`: --dist loadgroup runs them in one worker, one cluster.
+PYTEST_DIST := --dist loadgroup
+
+.PHONY: env env-fork slurm demo test test-fork test-fork-ci complexity gpu-deps gpu-rehearsal
 
 env:
 	@bash tools/bootstrap.sh
@@ -28,17 +33,20 @@ env:
 env-fork:
 	@MMEVT_STACK=fork MMEVT_VENV=$(FORK_VENV) bash tools/bootstrap.sh
 
+slurm:
+	@bash tools/install_slurm.sh
+
 demo: env
 	$(PY) tools/demo.py
 
-test: env
-	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
+test: env slurm
+	$(PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) tests
 
-test-fork: env-fork
-	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) tests
+test-fork: env-fork slurm
+	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) tests
 
 test-fork-ci: env-fork
-	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(FORK_CI_TESTS)
+	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) $(FORK_CI_TESTS)
 
 complexity: env
 	$(PY) tools/analysis/complexity.py

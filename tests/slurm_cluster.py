@@ -1,10 +1,10 @@
 """A real Slurm on this host for the cluster tests (``tests/test_cluster.py``).
 
 :class:`SlurmCluster` writes a ``slurm.conf`` for this host into a directory of its own
-(free ports, its own state, spool, pid and log files; every address 127.0.0.1), starts
-``munged`` with its own key, socket and pid file (``AuthInfo=socket=...``), then
-``slurmctld`` and ``slurmd``, waits for the node to be idle, and stops exactly the
-processes it started, by pid. Jobs find it through ``SLURM_CONF`` (:meth:`SlurmCluster.env`),
+(free ports, its own state, spool, pid and log files; every daemon reached at 127.0.0.1),
+starts ``munged`` with its own key, socket and pid file (``AuthInfo=socket=...``), then
+``slurmctld`` and one or two ``slurmd``, waits for the nodes to be idle, and stops exactly
+the processes it started, by pid. Jobs find it through ``SLURM_CONF`` (:meth:`SlurmCluster.env`),
 as on a real cluster, where ``/etc/slurm/slurm.conf`` plays that part.
 
 Slurm itself is installed by ``make slurm`` (``tools/install_slurm.sh``, root); where it is
@@ -28,12 +28,25 @@ INSTALL_HINT = ('run `make slurm` as root (tools/install_slurm.sh: apt-get insta
                 'munge), then `make test` or `pytest tests/test_cluster.py`')
 
 
+def program(name: str) -> Optional[str]:
+    """The path of a Slurm or munge program: on PATH, or in the sbin folders, where Debian
+    puts the daemons and which not every PATH has."""
+    return shutil.which(name, path=os.pathsep.join([os.environ.get('PATH', ''), '/usr/sbin',
+                                                    '/sbin']))
+
+
 def missing_slurm() -> str:
-    """Why the cluster tests cannot run here ('' when Slurm and munge are installed)."""
-    missing = [p for p in SLURM_PROGRAMS if shutil.which(p) is None]
-    if not missing:
-        return ''
-    return f'Slurm is not installed ({", ".join(missing)} not found): {INSTALL_HINT}'
+    """Why the cluster tests cannot run here ('' when they can: Slurm and munge are
+    installed and this is root)."""
+    missing = [p for p in SLURM_PROGRAMS if program(p) is None]
+    if missing:
+        return f'Slurm is not installed ({", ".join(missing)} not found): {INSTALL_HINT}'
+    if os.geteuid() != 0:
+        # slurmd starts each job step as the user who submitted it, which needs root
+        return ('the test cluster runs slurmd and munged as root (slurmd starts job steps as '
+                'their user): run the cluster tests as root, e.g. `sudo make test` or '
+                '`sudo .venv/bin/python -m pytest tests/test_cluster.py`')
+    return ''
 
 
 def free_port() -> int:
@@ -43,19 +56,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _loopback_hostname() -> str:
-    """This host's name when it resolves to a loopback address, else ``localhost``.
+def node_names(nodes: int) -> List[str]:
+    """Names for ``nodes`` (1 or 2) slurmd daemons on this host: its name, then
+    ``localhost``.
 
-    mmengine's slurm launcher makes the first node's name the ``MASTER_ADDR``: a name that
-    resolves to 127.0.0.1 keeps the training traffic on loopback, as the tests promise.
+    mmengine's slurm launcher makes the first node of a job its ``MASTER_ADDR``, so every
+    node needs a name that resolves to this host: ``localhost`` does everywhere.
     """
-    name = socket.gethostname().split('.')[0]
-    try:
-        if socket.gethostbyname(name).startswith('127.'):
-            return name
-    except OSError:
-        pass
-    return 'localhost'
+    host = socket.gethostname().split('.')[0]
+    if nodes == 1:
+        return [host]
+    if nodes != 2 or host == 'localhost':
+        raise ValueError(f'{nodes} nodes on a host named {host!r}: this cluster makes at most '
+                         "two, named after the host and 'localhost'")
+    return [host, 'localhost']
 
 
 class SlurmCluster:
@@ -64,9 +78,9 @@ class SlurmCluster:
     Args:
         root (str, optional): an empty directory for the configuration, state and logs.
             Defaults to a new temporary directory, removed by :meth:`stop`.
-        nodes (int): slurmd daemons (nodes named ``<host>``, or ``n1``, ``n2``, ... when
-            more than one). More than one needs a Slurm built with
-            ``--enable-multiple-slurmd``; see :meth:`start`.
+        nodes (int): slurmd daemons, 1 or 2 (:func:`node_names`). Two on one host need a
+            Slurm built with ``--enable-multiple-slurmd``, as Debian's is
+            (``scontrol show config``: ``MULTIPLE_SLURMD = Yes``).
         partition (str): the one partition, holding every node.
     """
 
@@ -78,8 +92,7 @@ class SlurmCluster:
         # be other users): mkdtemp makes them 0700
         os.chmod(self.root, 0o711)
         self.partition = partition
-        self.host = _loopback_hostname()
-        self.node_names = [self.host] if nodes == 1 else [f'n{i + 1}' for i in range(nodes)]
+        self.node_names = node_names(nodes)
         self.cpus = os.cpu_count() or 1
         self.conf = osp.join(self.root, 'slurm.conf')
         self.socket = osp.join(self.root, 'munge', 'munge.socket')
@@ -99,7 +112,7 @@ class SlurmCluster:
         lines = [
             '# written by tests/slurm_cluster.py: a throw-away cluster on this host',
             'ClusterName=mmevt-test',
-            f'SlurmctldHost={self.host}(127.0.0.1)',
+            f'SlurmctldHost={self.node_names[0]}(127.0.0.1)',
             f'SlurmctldPort={free_port()}',
             f'SlurmdPort={ports[0]}',
             'SlurmUser=root', 'SlurmdUser=root',
@@ -133,8 +146,9 @@ class SlurmCluster:
 
     def run(self, *args: str, timeout: float = 60, check: bool = True) -> str:
         """Run a Slurm client (``sinfo ...``) against this cluster; its stdout."""
-        proc = subprocess.run(list(args), env=self.env(), timeout=timeout, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.run([program(args[0]) or args[0], *args[1:]], env=self.env(),
+                              timeout=timeout, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
         if check and proc.returncode != 0:
             raise RuntimeError(f'{" ".join(args)} exited {proc.returncode}: {proc.stdout}')
         return proc.stdout
@@ -143,8 +157,9 @@ class SlurmCluster:
     def _daemon(self, name: str, args: List[str]) -> None:
         """Start a daemon in the foreground (its pid is the Popen's, which we stop)."""
         out = open(osp.join(self.root, 'log', f'{name}.out'), 'w')
-        self.procs[name] = subprocess.Popen(args, env=self.env(), stdout=out,
-                                            stderr=subprocess.STDOUT, cwd=self.root)
+        self.procs[name] = subprocess.Popen([program(args[0]), *args[1:]], env=self.env(),
+                                            stdout=out, stderr=subprocess.STDOUT,
+                                            cwd=self.root)
         out.close()
 
     def _wait(self, what: str, ready, timeout: float) -> None:

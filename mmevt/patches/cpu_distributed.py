@@ -26,14 +26,36 @@ def _cpu_only(backend: str, init_backend: str) -> bool:
     return not any(getattr(device, name, lambda: False)() for name in others)
 
 
+def first_host(node_list: str) -> str:
+    """The first host of a Slurm node list (``node[1-4]`` -> ``node1``), as mmengine takes
+    it: ``scontrol show hostname NODE_LIST | head -n1``.
+
+    Raises:
+        RuntimeError: ``scontrol`` is missing or fails (e.g. it finds no ``slurm.conf``).
+    """
+    try:
+        proc = subprocess.run(['scontrol', 'show', 'hostname', node_list], text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out, code = proc.stdout, proc.returncode
+    except OSError as err:  # no scontrol on PATH
+        out, code = str(err), None
+    hosts = out.split()
+    if code != 0 or not hosts:
+        raise RuntimeError(
+            f'`scontrol show hostname {node_list}` failed ({code}): {out.strip()!r}; '
+            "mmengine's slurm launcher takes the master address from it. Set SLURM_CONF to "
+            "the cluster's slurm.conf, or MASTER_ADDR to the first node's address")
+    return hosts[0]
+
+
 def slurm_environment(port: Optional[int] = None) -> None:
     """Set ``MASTER_PORT``, ``MASTER_ADDR``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``RANK`` from
     an ``srun`` task's ``SLURM_*`` variables, as mmengine's ``_init_dist_slurm`` does.
 
     The order of precedence is mmengine's: ``port``, else ``MASTER_PORT``, else 29500; an
-    existing ``MASTER_ADDR``, else the first host of ``SLURM_NODELIST`` by
-    ``scontrol show hostname``. Unlike mmengine, a failing ``scontrol`` is an error here
-    (mmengine would make its error text the master address).
+    existing ``MASTER_ADDR``, else :func:`first_host` of ``SLURM_NODELIST``. Unlike
+    mmengine, a failing ``scontrol`` is an error here (mmengine would make its error text
+    the master address).
 
     Raises:
         RuntimeError: ``SLURM_LOCALID`` is missing (not an ``srun`` task), or ``scontrol``
@@ -51,15 +73,7 @@ def slurm_environment(port: Optional[int] = None) -> None:
     elif 'MASTER_PORT' not in os.environ:
         os.environ['MASTER_PORT'] = '29500'  # torch.distributed's default, as mmengine
     if 'MASTER_ADDR' not in os.environ:
-        proc = subprocess.run(['scontrol', 'show', 'hostname', node_list], text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        hosts = proc.stdout.split()
-        if proc.returncode != 0 or not hosts:
-            raise RuntimeError(
-                f'`scontrol show hostname {node_list}` exited {proc.returncode}: '
-                f'{proc.stdout.strip()!r}; the master address comes from it. Set SLURM_CONF '
-                "to the cluster's slurm.conf, or MASTER_ADDR to the first node's address")
-        os.environ['MASTER_ADDR'] = hosts[0]
+        os.environ['MASTER_ADDR'] = first_host(node_list)
     os.environ['WORLD_SIZE'] = str(ntasks)
     os.environ['LOCAL_RANK'] = str(local_rank)
     os.environ['RANK'] = str(proc_id)
@@ -81,6 +95,7 @@ def enable_cpu_distributed() -> None:
             pytorch(backend, init_backend=init_backend, **kwargs)
 
         _init_dist_pytorch._mmevt_cpu = True
+        _init_dist_pytorch._mmevt_original = pytorch
         dist_utils._init_dist_pytorch = _init_dist_pytorch
 
     slurm = dist_utils._init_dist_slurm
@@ -94,4 +109,5 @@ def enable_cpu_distributed() -> None:
             slurm(backend, port=port, init_backend=init_backend, **kwargs)
 
         _init_dist_slurm._mmevt_cpu = True
+        _init_dist_slurm._mmevt_original = slurm
         dist_utils._init_dist_slurm = _init_dist_slurm
