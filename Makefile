@@ -15,10 +15,12 @@ TEST_WORKERS ?= 2
 # What differs between the stacks, in at most 15 minutes on 2 cores: the environment and
 # safe-loading tests, what import mmevt changes for other code (checkpoints, writes,
 # registries), every config parsed and built, one config per family trained and tested
-# (det, seg, cls), the swap on the fork's own zoo, the toolkits' own tools.
+# (det, seg, cls), the swap on the fork's own zoo, the toolkits' own tools, the launchers on
+# the tests' real Slurm, a preempted run resumed.
 FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_configs.py \
 	tests/test_seg.py tests/test_cls.py tests/test_swap.py tests/test_checkpoint_safety.py \
-	tests/test_atomic_writes.py tests/test_registry.py tests/test_toolkit_tools.py
+	tests/test_atomic_writes.py tests/test_registry.py tests/test_toolkit_tools.py \
+	tests/test_cluster.py tests/test_preemption.py
 
 # The cluster tests (tests/test_cluster.py) start a real Slurm: `make slurm` installs Debian's
 # slurm-wlm and munge as root (tools/install_slurm.sh; nothing is configured or started). They
@@ -45,7 +47,7 @@ test: env slurm
 test-fork: env-fork slurm
 	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) tests
 
-test-fork-ci: env-fork
+test-fork-ci: env-fork slurm
 	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) $(FORK_CI_TESTS)
 
 complexity: env

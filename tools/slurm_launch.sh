@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Usage: tools/slurm_launch.sh SCRIPT PARTITION JOB_NAME NPOS [SCRIPT args]  (used by
+# slurm_train.sh and slurm_test.sh; the first NPOS SCRIPT args are its positional ones).
+# One srun of GPUS tasks, each running `python -u SCRIPT POSITIONALS --launcher=slurm
+# OPTIONS`: mmengine's slurm launcher reads the rank, world size and master address from
+# the task's SLURM_* variables. Environment, as in the OpenMMLab toolkits' slurm scripts
+# (mmdet 3.3.0 / mmsegmentation 1.2.2 / mmpretrain 1.2.0 tools/slurm_{train,test}.sh):
+#   GPUS           tasks in all (default 8)
+#   GPUS_PER_NODE  GPUs (= tasks) per node (default 8); 0: a CPU cluster (below)
+#   CPUS_PER_TASK  CPUs per task (default 5; on a CPU cluster 1)
+#   SRUN_ARGS      more srun options, e.g. "--nodes=2 --ntasks-per-node=1" or "--time=1-0"
+#   PYTHON         the interpreter (default python)
+# SCRIPT is relative to this folder unless absolute (the toolkits' own tools/train.py too).
+set -euo pipefail
+SCRIPT=$1
+PARTITION=$2
+JOB_NAME=$3
+NPOS=$4
+TOOLS=$(cd "$(dirname "$0")" && pwd)
+case "$SCRIPT" in /*) ;; *) SCRIPT="$TOOLS/$SCRIPT" ;; esac
+GPUS=${GPUS:-8}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+read -r -a EXTRA_SRUN <<< "${SRUN_ARGS:-}"
+
+if [ "$GPUS_PER_NODE" = 0 ]; then
+    # A CPU cluster. --gres=gpu:N is left out: a node without GPUs has no gres to give, and
+    # the job would never start. Nothing bounds the tasks per node but the CPUs, so GPUS is
+    # just the number of tasks (SRUN_ARGS places them), one CPU each by default (the
+    # toolkits' 5 are a GPU's data loaders), and each task's torch gets that many threads
+    # (mmengine would set OMP_NUM_THREADS=1 where it is unset). Our configs say nccl and give
+    # DDP the task's GPU: on CPUs the backend is gloo and DDP takes no device ids.
+    CPUS_PER_TASK=${CPUS_PER_TASK:-1}
+    export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$CPUS_PER_TASK}
+    RESOURCES=(--ntasks="$GPUS" --cpus-per-task="$CPUS_PER_TASK")
+    OVERRIDES=(--cfg-options env_cfg.dist_cfg.backend=gloo model_wrapper_cfg.device_ids=None)
+else
+    CPUS_PER_TASK=${CPUS_PER_TASK:-5}
+    RESOURCES=(--gres=gpu:"$GPUS_PER_NODE" --ntasks="$GPUS" --ntasks-per-node="$GPUS_PER_NODE"
+               --cpus-per-task="$CPUS_PER_TASK")
+    OVERRIDES=()
+fi
+
+# our options come before the caller's: a later --cfg-options KEY=VALUE wins (mmengine's
+# DictAction merges them)
+set -x
+PYTHONPATH="$TOOLS/..":${PYTHONPATH:-} \
+srun -p "$PARTITION" --job-name="$JOB_NAME" "${RESOURCES[@]}" --kill-on-bad-exit=1 \
+    "${EXTRA_SRUN[@]}" \
+    "${PYTHON:-python}" -u "$SCRIPT" "${@:5:$NPOS}" --launcher=slurm "${OVERRIDES[@]}" \
+    "${@:$((5 + NPOS))}"
