@@ -52,8 +52,11 @@ def _restore_default_scope():
 
 @pytest.fixture
 def safe_globals_restored():
-    """The test changes torch's process-wide allow-list; put it back afterwards."""
+    """The test changes torch's process-wide allow-list; put it back afterwards (as it is
+    after ``import mmevt``, which the test may be the first to do)."""
     import torch
+
+    import mmevt  # noqa: F401
     before = torch.serialization.get_safe_globals()
     yield
     torch.serialization.clear_safe_globals()

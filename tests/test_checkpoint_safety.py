@@ -553,3 +553,37 @@ def test_without_the_strict_loader_a_pickle_from_a_url_runs(tmp_path, file_serve
     assert not marker.exists()
     run_tool('-c', FROM_A_URL, url, env=dict(env, MMEVT_PATCHES='-strict-checkpoint-loader'))
     assert marker.exists()
+
+
+def test_mmevts_loads_leave_the_users_own_allow_list_as_it_was(tmp_path):
+    import argparse
+
+    from mmevt.converters.rmt import load_authors_checkpoint
+    torch.serialization.add_safe_globals([PluginRecord])  # the user's own entry
+    before = sorted(map(str, torch.serialization.get_safe_globals()))
+    path = tmp_path / 'authors.pth'
+    torch.save({'model': {'w': torch.ones(1)}, 'args': argparse.Namespace(lr=1e-3),
+                'meta': _numpy_meta()}, path)
+    assert load_authors_checkpoint(str(path))['args'].lr == 1e-3
+    good = tmp_path / 'good.pth'
+    torch.save({'state_dict': {'w': torch.ones(1)}, 'record': PluginRecord(1)}, good)
+    assert _strict_load(good)['record'].value == 1  # the user's entry counts in mmevt's loads
+    assert sorted(map(str, torch.serialization.get_safe_globals())) == before
+
+
+def test_a_user_who_allows_the_real_getattr_gets_it_in_their_own_loads(tmp_path):
+    from mmengine.logging import HistoryBuffer
+
+    class RealGetattr:
+        def __reduce__(self):
+            return (getattr, (HistoryBuffer, '__init__'))
+
+    path = tmp_path / 'getattr.pth'
+    torch.save({'x': RealGetattr()}, path)
+    import mmevt  # noqa: F401
+    with pytest.raises(pickle.UnpicklingError, match='only allows'):
+        torch.load(path, weights_only=True)
+    torch.serialization.add_safe_globals([getattr])  # the user's choice, for their loads
+    assert torch.load(path, weights_only=True)['x'] is HistoryBuffer.__init__
+    with pytest.raises(pickle.UnpicklingError, match='only allows'):
+        _strict_load(path)  # mmengine's loads keep the restricted one

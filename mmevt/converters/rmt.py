@@ -70,8 +70,9 @@ def load_authors_checkpoint(path: str, trust: bool = False) -> Any:
     """
     if trust:
         return torch.load(path, map_location='cpu', weights_only=False)
-    try:
-        with torch.serialization.safe_globals(AUTHORS_SAFE_GLOBALS):
+    from ..patches.checkpoint_loading import allow_list_in_force
+    try:  # (torch's safe_globals context would also remove the user's own entries on exit)
+        with allow_list_in_force(AUTHORS_SAFE_GLOBALS):
             return torch.load(path, map_location='cpu', weights_only=True)
     except pickle.UnpicklingError as err:
         found = re.search(r'GLOBAL (\S+)', str(err))

@@ -38,7 +38,7 @@ import re
 import sys
 import threading
 import types
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -131,6 +131,11 @@ def checkpoint_getattr(obj: Any, name: str) -> Any:
     """
     from mmengine.logging import HistoryBuffer
 
+    if (not getattr(_STRICT, 'active', False)
+            and any(map(_is_real_getattr, torch.serialization.get_safe_globals()))):
+        # another caller's own torch.load, after the user allow-listed the real getattr:
+        # theirs, whichever of the two entries torch's set order picked
+        return getattr(obj, name)
     # the built-in four are added to the class dict lazily, by the first instance
     allowed = set(HistoryBuffer._statistics_methods) | {'min', 'max', 'mean', 'current'}
     if obj is HistoryBuffer and name in allowed:
@@ -182,17 +187,19 @@ def enable_safe_checkpoint_loading() -> None:
 
 
 _LOADING = threading.RLock()  # one load at a time changes torch's process-wide list
+_STRICT = threading.local()  # .active: inside allow_list_in_force in this thread
 
 
 @contextlib.contextmanager
-def allow_list_in_force() -> Iterator[None]:
+def allow_list_in_force(extra: Sequence[Any] = ()) -> Iterator[None]:
     """For the duration of a load: mmevt's allow-list registered (unless its patch is switched
-    off), and no real ``getattr``.
+    off), ``extra`` entries too, and no real ``getattr``.
 
     torch keeps its safe globals in a set and looks them up by name, so the real
     ``getattr`` (which the fork's list has) and :func:`checkpoint_getattr` registered together
     under ``builtins.getattr`` make the outcome depend on set order. The entries that were
-    registered before are put back afterwards.
+    registered before are put back afterwards, and only those (unlike
+    ``torch.serialization.safe_globals``, whose exit also removes entries it did not add).
     """
     from . import is_applied
     ser = torch.serialization
@@ -203,12 +210,14 @@ def allow_list_in_force() -> Iterator[None]:
     with _LOADING:
         before = ser.get_safe_globals()
         ser.clear_safe_globals()
-        ser.add_safe_globals([g for g in before if not _is_real_getattr(g)])
+        ser.add_safe_globals([g for g in before if not _is_real_getattr(g)] + list(extra))
         if ours:
             enable_safe_checkpoint_loading()
+        _STRICT.active = True
         try:
             yield
         finally:
+            _STRICT.active = False
             ser.clear_safe_globals()
             ser.add_safe_globals(before)
             if ours:
