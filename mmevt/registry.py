@@ -16,6 +16,7 @@ from mmengine.registry import Registry
 from .stack import unavailable_toolkits
 from .toolkits import TOOLKITS, toolkit_models
 from .engine import EVTLayerDecayOptimWrapperConstructor, PreemptionCheckpointHook
+from .engine.optimizers import RenamedLayerDecayOptimWrapperConstructor
 from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
 from .models.layers import (BiLevelRoutingAttention, ExternalAttention,
                             SpatialDecayAttention)
@@ -86,6 +87,9 @@ def register_all_modules() -> List[str]:
     # LayerDecayOptimWrapperConstructor (ViT layer ids) there, with force=True
     register_modules(OPTIM_WRAPPER_CONSTRUCTORS, {
         'EVTLayerDecayOptimWrapperConstructor': EVTLayerDecayOptimWrapperConstructor})
+    if OPTIM_WRAPPER_CONSTRUCTORS.get('LayerDecayOptimWrapperConstructor') is None:
+        register_modules(OPTIM_WRAPPER_CONSTRUCTORS, {  # the old name, while it is free
+            'LayerDecayOptimWrapperConstructor': RenamedLayerDecayOptimWrapperConstructor})
     # any config's custom_hooks, whatever its toolkit (their HOOKS are children of this one)
     register_modules(HOOKS, {'PreemptionCheckpointHook': PreemptionCheckpointHook})
     if 'mmpretrain' in done:

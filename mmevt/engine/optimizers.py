@@ -10,6 +10,7 @@ block of its stage) and leaves every other rule to mmengine's
 ``paramwise_cfg`` options keep their meaning.
 """
 import logging
+import warnings
 from collections import Counter
 from functools import partial
 from numbers import Real
@@ -103,3 +104,18 @@ class EVTLayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
             owner += f' (backbone {type(backbone).__name__})'
         raise ValueError('EVTLayerDecayOptimWrapperConstructor needs a backbone with '
                          f'get_layer_depth(name, prefix), e.g. EVT; {owner} has none')
+
+
+class RenamedLayerDecayOptimWrapperConstructor(EVTLayerDecayOptimWrapperConstructor):
+    """``LayerDecayOptimWrapperConstructor``, the name of
+    :class:`EVTLayerDecayOptimWrapperConstructor` before 0.2.0: it works, and warns.
+
+    Registered under the old name only while no other package has it (mmpose 1.3.2 registers
+    its own, with ``force=True``, which then replaces this one for mmpose's configs, as before
+    the rename)."""
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn("optim_wrapper.constructor='LayerDecayOptimWrapperConstructor' is "
+                      "mmevt's old name: write 'EVTLayerDecayOptimWrapperConstructor' (mmpose "
+                      'registers a different class of the old name)', FutureWarning)
+        super().__init__(*args, **kwargs)
