@@ -24,6 +24,11 @@ from typing import Dict, List, Optional
 # the daemons and the clients the tests call
 SLURM_PROGRAMS = ('munged', 'slurmctld', 'slurmd', 'srun', 'scontrol', 'sinfo', 'squeue',
                   'scancel')
+# AuthInfo=cred_expire: a job step credential's lifetime, and how long a requeued job waits
+# before it may start again (slurm.conf(5); default 120 s, below 5 s slurmctld logs
+# "AuthInfo=cred_expire=N invalid" and keeps 120). 10 s: a requeued test job restarts soon,
+# and a step launch still has 10 s to present its credential.
+CRED_EXPIRE = 10
 INSTALL_HINT = ('run `make slurm` as root (tools/install_slurm.sh: apt-get install slurm-wlm '
                 'munge), then `make test` or `pytest tests/test_cluster.py`')
 
@@ -116,7 +121,8 @@ class SlurmCluster:
             f'SlurmctldPort={free_port()}',
             f'SlurmdPort={ports[0]}',
             'SlurmUser=root', 'SlurmdUser=root',
-            'AuthType=auth/munge', 'CredType=cred/munge', f'AuthInfo=socket={self.socket}',
+            'AuthType=auth/munge', 'CredType=cred/munge',
+            f'AuthInfo=socket={self.socket},cred_expire={CRED_EXPIRE}',
             f'StateSaveLocation={r}/state', f'SlurmdSpoolDir={r}/spool/%n',
             f'SlurmctldPidFile={r}/run/slurmctld.pid', f'SlurmdPidFile={r}/run/slurmd-%n.pid',
             f'SlurmctldLogFile={r}/log/slurmctld.log', f'SlurmdLogFile={r}/log/slurmd-%n.log',
@@ -124,6 +130,9 @@ class SlurmCluster:
             'ProctrackType=proctrack/linuxproc', 'TaskPlugin=task/none',
             'SelectType=select/cons_tres', 'SelectTypeParameters=CR_Core',
             'MpiDefault=none', 'SchedulerType=sched/backfill', 'ReturnToService=2',
+            # a requeued job becomes eligible cred_expire s later; the main scheduling loop
+            # (default every 60 s) and backfill (30 s) would start it up to a minute after
+            'SchedulerParameters=sched_interval=2,bf_interval=1',
             'AccountingStorageType=accounting_storage/none',
             'JobAcctGatherType=jobacct_gather/none', 'JobCompType=jobcomp/none',
             'InactiveLimit=0', 'KillWait=5', 'SlurmdTimeout=60', 'SlurmctldTimeout=60',

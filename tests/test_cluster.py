@@ -139,6 +139,22 @@ def coco_metrics(log: str) -> dict:
 
 
 # ---------------------------------------------------------------- without a cluster
+# the variables mmengine's launchers write into os.environ themselves (not through
+# monkeypatch): registered here, each test leaves them as it found them (a MASTER_ADDR left
+# behind sends a later torchrun in this process's tests to that address)
+LAUNCH_VARIABLES = ('MASTER_ADDR', 'MASTER_PORT', 'WORLD_SIZE', 'LOCAL_RANK', 'RANK')
+
+
+@pytest.fixture(autouse=True)
+def _launch_variables_restored(monkeypatch):
+    for key in LAUNCH_VARIABLES:
+        if key in os.environ:
+            monkeypatch.setenv(key, os.environ[key])
+        else:  # recorded as absent: removed again afterwards
+            monkeypatch.setenv(key, '')
+            monkeypatch.delenv(key)
+
+
 def test_slurm_environment_is_mmengines(monkeypatch):
     # the CPU path restates mmengine's _init_dist_slurm up to init_process_group: the same
     # variables for every precedence of port / MASTER_PORT / MASTER_ADDR

@@ -10,6 +10,10 @@
 #   CPUS_PER_TASK  CPUs per task (default 5; on a CPU cluster 1)
 #   SRUN_ARGS      more srun options, e.g. "--nodes=2 --ntasks-per-node=1" or "--time=1-0"
 #   PYTHON         the interpreter (default python)
+#   SBATCH=1       submit the srun as a requeueable batch job (tools/slurm_train.sbatch,
+#                  sbatch --parsable --requeue --open-mode=append --signal=USR1@120; prints the
+#                  job id and returns) instead of running it here
+#   SBATCH_ARGS    more sbatch options, e.g. "--output=work_dirs/x/slurm-%j.out --time=1-0"
 # SCRIPT is relative to this folder unless absolute (the toolkits' own tools/train.py too).
 set -euo pipefail
 SCRIPT=$1
@@ -42,9 +46,18 @@ fi
 
 # our options come before the caller's: a later --cfg-options KEY=VALUE wins (mmengine's
 # DictAction merges them)
+SRUN=(srun -p "$PARTITION" --job-name="$JOB_NAME" "${RESOURCES[@]}" --kill-on-bad-exit=1
+      "${EXTRA_SRUN[@]}"
+      "${PYTHON:-python}" -u "$SCRIPT" "${@:5:$NPOS}" --launcher=slurm "${OVERRIDES[@]}"
+      "${@:$((5 + NPOS))}")
+export PYTHONPATH="$TOOLS/..":${PYTHONPATH:-}
 set -x
-PYTHONPATH="$TOOLS/..":${PYTHONPATH:-} \
-srun -p "$PARTITION" --job-name="$JOB_NAME" "${RESOURCES[@]}" --kill-on-bad-exit=1 \
-    "${EXTRA_SRUN[@]}" \
-    "${PYTHON:-python}" -u "$SCRIPT" "${@:5:$NPOS}" --launcher=slurm "${OVERRIDES[@]}" \
-    "${@:$((5 + NPOS))}"
+if [ "${SBATCH:-0}" = 1 ]; then
+    # the allocation is the step's resources; the batch script runs the srun above and
+    # requeues on the preemption exit code. USR1, not B:USR1: Slurm signals the tasks.
+    read -r -a EXTRA_SBATCH <<< "${SBATCH_ARGS:-}"
+    exec sbatch --parsable -p "$PARTITION" --job-name="$JOB_NAME" "${RESOURCES[@]}" \
+        --requeue --open-mode=append --signal=USR1@120 "${EXTRA_SBATCH[@]}" \
+        "$TOOLS/slurm_train.sbatch" "${SRUN[@]}"
+fi
+"${SRUN[@]}"

@@ -294,4 +294,11 @@ class PreemptionCheckpointHook(Hook):
             atomic_write(path, osp.join(runner.work_dir, 'last_checkpoint'))
         barrier()  # every rank leaves after the file is complete
         self._restore()
+        # srun --kill-on-bad-exit (our slurm scripts', the toolkits') SIGTERMs the other tasks
+        # as soon as one exits: a rank still on its way out would die of that signal and srun
+        # return 143, not exit_code, and no requeue follow. The checkpoint is complete and this
+        # process is leaving with exit_code anyway: it ignores such signals from here (SIG_IGN,
+        # which interpreter finalization keeps; a Python handler it resets to SIG_DFL).
+        for number in {signal.SIGTERM, *self.signals}:
+            signal.signal(number, signal.SIG_IGN)
         raise SystemExit(self.exit_code)

@@ -1,0 +1,205 @@
+"""Preemption on a real Slurm: ``SBATCH=1 tools/slurm_train.sh`` (``tools/slurm_train.sbatch``)
+signalled mid-epoch by ``scancel --signal=USR1`` saves, requeues itself, resumes and ends with
+the weights of an uninterrupted run.
+
+The cluster is the session's ``slurm_cluster`` (``tests/slurm_cluster.py``; its slurm.conf
+lowers ``AuthInfo=cred_expire`` to 10 s, the wait before a requeued job may start again). The
+config is the demo detection config as it is (a persistent dataloader worker, RandomFlip,
+AspectRatioBatchSampler, RPN / R-CNN random sampling, BN) with ``PreemptionCheckpointHook``,
+on the session's 8 generated shapes: 2 tasks, 2 images a task and iteration, 2 iterations an
+epoch, 2 epochs; every launch ``OMP_NUM_THREADS=1``, its own ``MASTER_PORT``.
+"""
+import os
+import os.path as osp
+import re
+import subprocess
+import time
+
+import pytest
+import torch
+
+from helpers import HANG_TIMEOUT, REPO, load_weights
+from slurm_cluster import free_port
+from test_cluster import DEMO_CFG, job_env
+
+IN_CLUSTER = pytest.mark.xdist_group('slurm')  # the cluster tests' group: one cluster a run
+
+# The signalled run holds at the end of its first iteration until the signal has reached this
+# rank, so that it lands mid-epoch whatever the machine's speed (no race with the run's end).
+# It changes no computation, and the resumed run (which starts at iteration 1) never holds.
+PAUSE = '''
+import time
+from mmengine.hooks import Hook
+from mmengine.registry import HOOKS
+
+
+@HOOKS.register_module()
+class PauseUntilSignalled(Hook):
+    priority = 'LOW'  # after the logger (its iteration line is out), before the preemption hook
+
+    def __init__(self, iteration, timeout):
+        self.iteration, self.timeout = iteration, timeout
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
+        if runner.iter != self.iteration:
+            return
+        hook = next(h for h in runner.hooks if type(h).__name__ == 'PreemptionCheckpointHook')
+        deadline = time.monotonic() + self.timeout
+        while hook.received is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError('PauseUntilSignalled: no signal came')
+            time.sleep(0.05)
+'''
+
+CONFIG = '''
+_base_ = {base!r}
+custom_imports = dict(imports=['mmevt', 'pause_until_signalled'], allow_failed_imports=False)
+custom_hooks = [dict(type='PreemptionCheckpointHook')] + {pause}
+data_root = {root!r}
+train_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
+val_dataloader = dict(dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+val_evaluator = dict(ann_file=data_root + 'annotations/instances_validation.json')
+test_evaluator = val_evaluator
+train_cfg = dict(max_epochs=2, val_begin=3)  # 4 iterations, no validation
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
+'''
+
+ENDED = ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY',
+         'BOOT_FAIL', 'DEADLINE')
+
+
+@pytest.fixture(scope='module')
+def preempt_configs(shapes_root, tmp_path_factory) -> dict:
+    """'plain' / 'signalled' -> a config; the folder (``PYTHONPATH``) holds the pause hook."""
+    folder = tmp_path_factory.mktemp('preempt_slurm')
+    (folder / 'pause_until_signalled.py').write_text(PAUSE)
+    root = shapes_root.rstrip('/') + '/'
+    cfgs = {}
+    for name, pause in (('plain', '[]'), ('signalled', str([dict(
+            type='PauseUntilSignalled', iteration=0, timeout=HANG_TIMEOUT)]))):
+        cfgs[name] = str(folder / f'{name}.py')
+        with open(cfgs[name], 'w') as f:
+            f.write(CONFIG.format(base=DEMO_CFG, root=root, pause=pause))
+    cfgs['pythonpath'] = str(folder)
+    return cfgs
+
+
+def submit(cluster, cfg: str, pythonpath: str, work: str, name: str) -> str:
+    """``SBATCH=1 tools/slurm_train.sh`` on 2 tasks of one node; the job id."""
+    os.makedirs(work, exist_ok=True)
+    env = job_env(pythonpath, cluster, SBATCH='1', GPUS='2', GPUS_PER_NODE='0',
+                  MASTER_PORT=str(free_port()), SRUN_ARGS='--nodes=1',
+                  SBATCH_ARGS=f'--nodes=1 --output={work}/slurm.out')
+    proc = subprocess.run(['bash', 'tools/slurm_train.sh', cluster.partition, name, cfg, work],
+                          cwd=REPO, env=env, timeout=120, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the command it submitted: requeueable, appending, USR1 to the tasks, resume on
+    assert re.search(r'sbatch --parsable -p cpu --job-name=\S+ --ntasks=2 --cpus-per-task=1 '
+                     r'--requeue --open-mode=append --signal=USR1@120 .*slurm_train\.sbatch '
+                     r'srun .*--launcher=slurm .*--resume', proc.stderr), proc.stderr
+    return proc.stdout.strip().split(';')[0]
+
+
+def job_field(cluster, job: str, key: str) -> str:
+    out = cluster.run('scontrol', 'show', 'job', job)
+    return re.search(rf'\b{key}=(\S*)', out).group(1)
+
+
+def wait_job(cluster, job: str) -> str:
+    """Wait for the job to end (a requeue is no end); its JobState."""
+    deadline = time.monotonic() + HANG_TIMEOUT
+    while (state := job_field(cluster, job, 'JobState')) not in ENDED:
+        assert time.monotonic() < deadline, f'job {job} still {state}'
+        time.sleep(1)
+    return state
+
+
+def iterations(log: str) -> list:
+    """(epoch, the rest of the line: lr, times left out, losses) of each iteration line."""
+    lines = re.findall(r'Epoch\(train\) \[(\d+)\]\[\d+/\d+\]\s+(.*)', log)
+    return [(epoch, re.sub(r' (eta|time|data_time): \S+', '', rest)) for epoch, rest in lines]
+
+
+def read(path: str) -> str:
+    return open(path, errors='replace').read() if osp.exists(path) else ''
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(slurm_cluster, preempt_configs, tmp_path_factory) -> tuple:
+    """The batch job without a signal: (work dir, log, wall seconds)."""
+    work = str(tmp_path_factory.mktemp('preempt_plain'))
+    start = time.monotonic()
+    job = submit(slurm_cluster, preempt_configs['plain'], preempt_configs['pythonpath'], work,
+                 'evt-plain')
+    state = wait_job(slurm_cluster, job)
+    log = read(osp.join(work, 'slurm.out'))
+    assert state == 'COMPLETED', log[-6000:]
+    assert job_field(slurm_cluster, job, 'Restarts') == '0'
+    return work, log, time.monotonic() - start
+
+
+@IN_CLUSTER
+@pytest.mark.e2e
+def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, preempt_configs,
+                                                                uninterrupted, tmp_path):
+    work = str(tmp_path / 'signalled')
+    start = time.monotonic()
+    job = submit(slurm_cluster, preempt_configs['signalled'], preempt_configs['pythonpath'],
+                 work, 'evt-preempt')
+    out = osp.join(work, 'slurm.out')
+    deadline = time.monotonic() + HANG_TIMEOUT
+    while 'Epoch(train) [1][1/2]' not in read(out):  # training, held at its first iteration
+        assert job_field(slurm_cluster, job, 'JobState') not in ENDED, read(out)[-6000:]
+        assert time.monotonic() < deadline, read(out)[-6000:]
+        time.sleep(0.5)
+    signalled = time.monotonic()
+    slurm_cluster.run('scancel', '--signal=USR1', job)  # to the tasks, not the batch shell
+    state = wait_job(slurm_cluster, job)
+    wall = time.monotonic() - start
+    log = read(out)
+    assert state == 'COMPLETED', log[-6000:]
+    assert job_field(slurm_cluster, job, 'Restarts') == '1'
+    # one file, appended to: the first start, the save, the exit code, the requeue, the resume
+    first, _, second = log.partition(f'mmevt: job {job} start 1 ')
+    assert second, log[-6000:]
+    assert f'mmevt: job {job} start 0 ' in first
+    assert ('PreemptionCheckpointHook: SIGUSR1 received; saving preempted_iter_1.pth at epoch 0, '
+            'iteration 1, batch 1 of the epoch, then exiting with 75') in first, first[-6000:]
+    assert f'mmevt: job {job}: srun exited 75 (preempted, checkpoint saved): requeueing' in first
+    assert ('PreemptionCheckpointHook: resuming the run stopped by SIGUSR1 at epoch 0, '
+            'iteration 1, batch 1 of the epoch') in second, second[-6000:]
+    # iteration by iteration the same epoch, lr and losses as the uninterrupted run: 1 before
+    # the signal, 3 after it (the trained batch is not trained again). mmengine numbers the
+    # batches of the resumed epoch from 1 again, so the batch number is left out.
+    assert len(iterations(first)) == 1 and len(iterations(second)) == 3, second[-6000:]
+    assert iterations(first) + iterations(second) == iterations(uninterrupted[1])
+    assert f'mmevt: job {job}: srun exited 0' in second
+    assert read(osp.join(work, 'last_checkpoint')) == osp.join(work, 'epoch_2.pth')
+    plain = load_weights(osp.join(uninterrupted[0], 'epoch_2.pth'))
+    resumed = load_weights(osp.join(work, 'epoch_2.pth'))
+    assert plain.keys() == resumed.keys()
+    for k in plain:
+        assert torch.equal(plain[k], resumed[k]), k
+    print(f'\nWALL uninterrupted {uninterrupted[2]:.1f} s, signalled + requeued '
+          f'{wall:.1f} s (signal after {signalled - start:.1f} s)')
+
+    # the negative control: the preemption checkpoint edited to resume one batch early; a
+    # batch job that resumes from it fails the same check
+    ckpt = torch.load(osp.join(work, 'preempted_iter_1.pth'), map_location='cpu',
+                      weights_only=False)
+    ckpt['meta']['preemption']['batch_idx'] -= 1
+    early = str(tmp_path / 'early')
+    os.makedirs(early)
+    torch.save(ckpt, osp.join(early, 'preempted_iter_1.pth'))
+    with open(osp.join(early, 'last_checkpoint'), 'w') as f:
+        f.write(osp.join(early, 'preempted_iter_1.pth'))
+    job = submit(slurm_cluster, preempt_configs['plain'], preempt_configs['pythonpath'], early,
+                 'evt-early')
+    state = wait_job(slurm_cluster, job)
+    log = read(osp.join(early, 'slurm.out'))
+    assert state == 'COMPLETED', log[-6000:]
+    assert 'resuming the run stopped by SIGUSR1 at epoch 0, iteration 1, batch 0' in log
+    wrong = load_weights(osp.join(early, 'epoch_2.pth'))
+    assert any(not torch.equal(plain[k], wrong[k]) for k in plain)
