@@ -292,6 +292,14 @@ def refusal_message(what: str, err: BaseException) -> str:
     return '\n'.join(lines + [f'torch: {torch_text}'])
 
 
+def _log_unsafe_as_asked(what: str) -> None:
+    """The warning for a load whose caller passed ``weights_only=False`` itself."""
+    from mmengine.logging import print_log
+    print_log(f'mmevt: loading {what} with weights_only=False, as the caller asked '
+              '(unpickling can run code from the file)', logger='current',
+              level=logging.WARNING)
+
+
 def _describe(file: Any) -> str:
     return repr(file) if isinstance(file, (str, os.PathLike)) else type(file).__name__
 
@@ -336,11 +344,8 @@ def strict_torch_load(file: Any, map_location: Any = None,
     Raises:
         pickle.UnpicklingError: the file pickles something outside the allow-list.
     """
-    from mmengine.logging import print_log
     if weights_only is False:
-        print_log(f'mmevt: loading {_describe(file)} with weights_only=False, as the caller '
-                  'asked (unpickling can run code from the file)', logger='current',
-                  level=logging.WARNING)
+        _log_unsafe_as_asked(_describe(file))
         return torch.load(file, map_location=map_location, weights_only=False)
 
     def load(safe: bool) -> Any:
@@ -372,10 +377,7 @@ def strict_load_url(url: str, model_dir: Optional[str] = None, map_location: Any
             check_hash=check_hash, file_name=file_name, weights_only=safe)
 
     if weights_only is False:
-        from mmengine.logging import print_log
-        print_log(f'mmevt: loading {url!r} with weights_only=False, as the caller asked '
-                  '(unpickling can run code from the file)', logger='current',
-                  level=logging.WARNING)
+        _log_unsafe_as_asked(repr(url))
         return load(False)
     return _load_strictly(repr(url), load, caller_chose=weights_only is True)
 
