@@ -587,3 +587,13 @@ def test_a_user_who_allows_the_real_getattr_gets_it_in_their_own_loads(tmp_path)
     assert torch.load(path, weights_only=True)['x'] is HistoryBuffer.__init__
     with pytest.raises(pickle.UnpicklingError, match='only allows'):
         _strict_load(path)  # mmengine's loads keep the restricted one
+
+
+def test_both_torch_switches_at_once_are_refused_naming_them(hostile, monkeypatch):
+    path, marker = hostile
+    monkeypatch.setenv('TORCH_FORCE_WEIGHTS_ONLY_LOAD', '1')
+    monkeypatch.setenv('TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD', 'yes')
+    with pytest.raises(ValueError, match=r'both TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 and '
+                                         r'TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=yes are set'):
+        _strict_load(path)
+    assert not marker.exists()
