@@ -5,10 +5,15 @@ import pytest
 
 
 def pytest_configure(config):
-    """Under pytest-xdist (``make test`` runs ``-n 2``), share the cores among the workers:
-    each worker's torch would otherwise start one thread per core, and the workers would
-    oversubscribe the machine."""
+    """Write yapf's cache once, and under pytest-xdist (``make test`` runs ``-n 2``) share
+    the cores among the workers: each worker's torch would otherwise start one thread per
+    core, and the workers would oversubscribe the machine."""
     workers = os.environ.get('PYTEST_XDIST_WORKER_COUNT')
+    if not hasattr(config, 'workerinput'):
+        # before the workers start: yapf's grammar cache, which processes importing yapf
+        # together on an empty cache can read half-written (google/yapf#1204); the launch
+        # tests give their ranks an empty one of their own (test_cluster.cold_yapf_cache)
+        import yapf  # noqa: F401
     if workers:
         import torch
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))

@@ -15,6 +15,7 @@ and iteration, 2 epochs = 4 iterations).
 import glob
 import os
 import os.path as osp
+import pickle
 import re
 import subprocess
 import sys
@@ -97,6 +98,24 @@ def job_env(pythonpath: str, cluster=None, toolkit_tool: bool = False, **extra: 
     if cluster is not None:
         env['SLURM_CONF'] = cluster.conf
     return env
+
+
+def cold_yapf_cache(folder: str) -> dict:
+    """The environment of a launch whose ranks start with an empty yapf cache
+    (``XDG_CACHE_HOME``): every rank's mmengine formats the config with yapf, and on an empty
+    cache ranks that import it together can read each other's half-written grammar pickle
+    (google/yapf#1204); the launchers write it once before the ranks start."""
+    os.makedirs(folder)
+    return dict(XDG_CACHE_HOME=folder)
+
+
+def assert_yapf_cache_written(env: dict) -> None:
+    grammars = glob.glob(osp.join(env['XDG_CACHE_HOME'], 'YAPF', '**', '*.pickle'),
+                         recursive=True)
+    assert grammars, os.listdir(env['XDG_CACHE_HOME'])
+    for path in grammars:
+        with open(path, 'rb') as f:
+            assert pickle.load(f), path  # complete
 
 
 def launch(args, env, check: bool = True):
@@ -251,9 +270,11 @@ def slurm_trained(slurm_cluster, demo_job, tmp_path_factory):
     work = str(tmp_path_factory.mktemp('slurm_train'))
     port = str(free_port())
     env = job_env(pythonpath, slurm_cluster, GPUS='2', GPUS_PER_NODE='0', MASTER_PORT=port,
-                  SRUN_ARGS=f'--nodes=1 --nodelist={slurm_cluster.node_names[0]}')
+                  SRUN_ARGS=f'--nodes=1 --nodelist={slurm_cluster.node_names[0]}',
+                  **cold_yapf_cache(osp.join(work, 'cache')))
     proc = launch(['tools/slurm_train.sh', slurm_cluster.partition, 'evt-train', cfg, work],
                   env)
+    assert_yapf_cache_written(env)
     return work, proc.stdout, port, proc.wall
 
 
@@ -463,8 +484,11 @@ def test_two_torchrun_nodes_match_one_node(demo_job, tmp_path):
     assert [(reports[r]['GROUP_RANK'], reports[r]['LOCAL_RANK'], reports[r]['world'])
             for r in (0, 1)] == [('0', '0', '2'), ('1', '0', '2')], reports
     assert 'GPU number: 2' in logs[0]
+    env = job_env(pythonpath, PORT=str(free_port()),
+                  **cold_yapf_cache(str(tmp_path / 'cache')))
     one = launch(['tools/dist_train.sh', cfg, '2', '--work-dir', str(tmp_path / 'one'), *gloo],
-                 job_env(pythonpath, PORT=str(free_port())))
+                 env)
+    assert_yapf_cache_written(env)
     assert 'GPU number: 2' in one.stdout
     two, single = rank_params(str(tmp_path / 'two')), rank_params(str(tmp_path / 'one'))
     assert_same_params(two[0], two[1], '2 nodes: rank 1 vs rank 0')

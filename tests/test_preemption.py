@@ -79,11 +79,19 @@ def _dist_train(cfg, *args, port, tmp_path):
                           timeout=HANG_TIMEOUT, start_new_session=True)
 
 
-@pytest.mark.e2e
-def test_a_sigtermed_dist_run_saves_exits_and_resumes_exactly(tmp_path, cls_root):
-    (tmp_path / 'signal_at.py').write_text(SIGNAL_AT)
-    plain = _dist_train(_config(tmp_path, cls_root, 'plain'), port=29531, tmp_path=tmp_path)
+@pytest.fixture(scope='module')
+def plain_weights(tmp_path_factory, cls_root) -> dict:
+    """The weights of the config's uninterrupted 2-process run (the hook on, no signal)."""
+    folder = tmp_path_factory.mktemp('preempt_plain')
+    plain = _dist_train(_config(folder, cls_root, 'plain'), port=29531, tmp_path=folder)
     assert plain.returncode == 0, plain.stdout[-4000:]
+    return load_weights(folder / 'plain' / 'epoch_2.pth')
+
+
+@pytest.mark.e2e
+def test_a_sigtermed_dist_run_saves_exits_and_resumes_exactly(tmp_path, cls_root,
+                                                              plain_weights):
+    (tmp_path / 'signal_at.py').write_text(SIGNAL_AT)
     # iteration index 4: epoch 2, its batch 2 of 3 done
     signalled = _config(tmp_path, cls_root, 'signalled', extra='''
 custom_imports = dict(imports=['mmevt', 'signal_at'], allow_failed_imports=False)
@@ -101,7 +109,7 @@ custom_hooks.append(dict(type='SignalProcessGroupAt', iteration=4))
     assert resumed.returncode == 0, resumed.stdout[-4000:]
     assert 'resuming the run stopped by SIGTERM at epoch 1, iteration 5, batch 2' in (
         resumed.stdout)
-    a, b = load_weights(tmp_path / 'plain' / 'epoch_2.pth'), load_weights(work / 'epoch_2.pth')
+    a, b = plain_weights, load_weights(work / 'epoch_2.pth')
     assert a.keys() == b.keys()
     for k in a:
         assert torch.equal(a[k], b[k]), k
@@ -117,6 +125,26 @@ custom_hooks.append(dict(type='SignalProcessGroupAt', iteration=4))
     assert again.returncode == 0, again.stdout[-4000:]
     c = load_weights(early / 'epoch_2.pth')
     assert any(not torch.equal(a[k], c[k]) for k in a)
+
+
+@pytest.mark.e2e
+def test_without_a_signal_the_hook_changes_no_weight_unless_it_seeds_samples(
+        tmp_path, cls_root, plain_weights):
+    # the same run without the hook; with it but seed_samples=False it trains bitwise the
+    # same, with its default per-sample seeds it draws other crops and flips (the control)
+    weights = {}
+    for name, hooks, port in (('without', '[]', 29535),
+                              ('unseeded', "[dict(type='PreemptionCheckpointHook', "
+                                           "seed_samples=False)]", 29536)):
+        cfg = _config(tmp_path, cls_root, name, extra=f'custom_hooks = {hooks}\n')
+        run = _dist_train(cfg, port=port, tmp_path=tmp_path)
+        assert run.returncode == 0, run.stdout[-4000:]
+        assert ('PreemptionCheckpointHook' in run.stdout) == (name == 'unseeded')
+        weights[name] = load_weights(tmp_path / name / 'epoch_2.pth')
+    assert weights['without'].keys() == weights['unseeded'].keys() == plain_weights.keys()
+    for k in plain_weights:
+        assert torch.equal(weights['without'][k], weights['unseeded'][k]), k
+    assert any(not torch.equal(weights['without'][k], plain_weights[k]) for k in plain_weights)
 
 
 def test_the_hook_refuses_what_it_cannot_use():

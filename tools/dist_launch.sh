@@ -3,6 +3,8 @@
 # Multi-node: NNODES, NODE_RANK, MASTER_ADDR, PORT as in the OpenMMLab toolkits.
 SCRIPT=$1
 NPROCS=$2
+# the ranks' yapf grammar cache, written once before they start (tools/slurm_launch.sh)
+"${PYTHON:-python}" -c 'import yapf' || true
 PYTHONPATH="$(dirname "$0")/..":${PYTHONPATH:-} \
 "${PYTHON:-python}" -m torch.distributed.run \
     --nnodes="${NNODES:-1}" --node_rank="${NODE_RANK:-0}" \

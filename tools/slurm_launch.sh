@@ -51,6 +51,10 @@ SRUN=(srun -p "$PARTITION" --job-name="$JOB_NAME" "${RESOURCES[@]}" --kill-on-ba
       "${PYTHON:-python}" -u "$SCRIPT" "${@:5:$NPOS}" --launcher=slurm "${OVERRIDES[@]}"
       "${@:$((5 + NPOS))}")
 export PYTHONPATH="$TOOLS/..":${PYTHONPATH:-}
+# Every rank's mmengine formats the config with yapf, whose first import writes a grammar
+# cache that other processes can read half-written (google/yapf#1204: EOFError at start on an
+# empty cache); one import here writes it before the ranks start (a home shared by the nodes)
+"${PYTHON:-python}" -c 'import yapf' || true
 set -x
 if [ "${SBATCH:-0}" = 1 ]; then
     # the allocation is the step's resources; the batch script runs the srun above and
