@@ -1,6 +1,6 @@
 """Preemption on a real Slurm: ``SBATCH=1 tools/slurm_train.sh`` (``tools/slurm_train.sbatch``)
-signalled mid-epoch by ``scancel --signal=USR1`` saves, requeues itself, resumes and ends with
-the weights of an uninterrupted run.
+signalled mid-epoch by ``scancel --signal=USR1``, or by its time limit, saves, requeues
+itself, resumes and ends with the weights of an uninterrupted run.
 
 The cluster is the session's ``slurm_cluster`` (``tests/slurm_cluster.py``; its slurm.conf
 lowers ``AuthInfo=cred_expire`` to 10 s, the wait before a requeued job may start again). The
@@ -85,12 +85,13 @@ def preempt_configs(shapes_root, tmp_path_factory) -> dict:
     return cfgs
 
 
-def submit(cluster, cfg: str, pythonpath: str, work: str, name: str) -> str:
-    """``SBATCH=1 tools/slurm_train.sh`` on 2 tasks of one node; the job id."""
+def submit(cluster, cfg: str, pythonpath: str, work: str, name: str, sbatch: str = '') -> str:
+    """``SBATCH=1 tools/slurm_train.sh`` on 2 tasks of one node (``sbatch``: more
+    ``SBATCH_ARGS``); the job id."""
     os.makedirs(work, exist_ok=True)
     env = job_env(pythonpath, cluster, SBATCH='1', GPUS='2', GPUS_PER_NODE='0',
                   MASTER_PORT=str(free_port()), SRUN_ARGS='--nodes=1',
-                  SBATCH_ARGS=f'--nodes=1 --output={work}/slurm.out')
+                  SBATCH_ARGS=f'--nodes=1 --output={work}/slurm.out {sbatch}')
     proc = subprocess.run(['bash', 'tools/slurm_train.sh', cluster.partition, name, cfg, work],
                           cwd=REPO, env=env, timeout=120, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
@@ -140,27 +141,13 @@ def uninterrupted(slurm_cluster, preempt_configs, tmp_path_factory) -> tuple:
     return work, log, time.monotonic() - start
 
 
-@IN_CLUSTER
-@pytest.mark.e2e
-def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, preempt_configs,
-                                                                uninterrupted, tmp_path):
-    work = str(tmp_path / 'signalled')
-    start = time.monotonic()
-    job = submit(slurm_cluster, preempt_configs['signalled'], preempt_configs['pythonpath'],
-                 work, 'evt-preempt')
-    out = osp.join(work, 'slurm.out')
-    deadline = time.monotonic() + HANG_TIMEOUT
-    while 'Epoch(train) [1][1/2]' not in read(out):  # training, held at its first iteration
-        assert job_field(slurm_cluster, job, 'JobState') not in ENDED, read(out)[-6000:]
-        assert time.monotonic() < deadline, read(out)[-6000:]
-        time.sleep(0.5)
-    signalled = time.monotonic()
-    slurm_cluster.run('scancel', '--signal=USR1', job)  # to the tasks, not the batch shell
-    state = wait_job(slurm_cluster, job)
-    wall = time.monotonic() - start
-    log = read(out)
-    assert state == 'COMPLETED', log[-6000:]
-    assert job_field(slurm_cluster, job, 'Restarts') == '1'
+def assert_requeued_and_resumed(cluster, job: str, work: str, uninterrupted: tuple) -> None:
+    """The job, signalled at its first iteration (held there by ``PauseUntilSignalled``),
+    saved, was requeued once, resumed in the same output file and ended with the weights of
+    the uninterrupted run, iteration by iteration the same losses."""
+    log = read(osp.join(work, 'slurm.out'))
+    assert job_field(cluster, job, 'JobState') == 'COMPLETED', log[-6000:]
+    assert job_field(cluster, job, 'Restarts') == '1'
     # one file, appended to: the first start, the save, the exit code, the requeue, the resume
     first, _, second = log.partition(f'mmevt: job {job} start 1 ')
     assert second, log[-6000:]
@@ -182,8 +169,33 @@ def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, 
     assert plain.keys() == resumed.keys()
     for k in plain:
         assert torch.equal(plain[k], resumed[k]), k
+
+
+def wait_training(cluster, job: str, work: str) -> None:
+    """Wait for the job's first iteration line (the run then holds for the signal)."""
+    out = osp.join(work, 'slurm.out')
+    deadline = time.monotonic() + HANG_TIMEOUT
+    while 'Epoch(train) [1][1/2]' not in read(out):
+        assert job_field(cluster, job, 'JobState') not in ENDED, read(out)[-6000:]
+        assert time.monotonic() < deadline, read(out)[-6000:]
+        time.sleep(0.5)
+
+
+@IN_CLUSTER
+@pytest.mark.e2e
+def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, preempt_configs,
+                                                                uninterrupted, tmp_path):
+    work = str(tmp_path / 'signalled')
+    start = time.monotonic()
+    job = submit(slurm_cluster, preempt_configs['signalled'], preempt_configs['pythonpath'],
+                 work, 'evt-preempt')
+    wait_training(slurm_cluster, job, work)  # held at its first iteration
+    signalled = time.monotonic()
+    slurm_cluster.run('scancel', '--signal=USR1', job)  # to the tasks, not the batch shell
+    wait_job(slurm_cluster, job)
+    assert_requeued_and_resumed(slurm_cluster, job, work, uninterrupted)
     print(f'\nWALL uninterrupted {uninterrupted[2]:.1f} s, signalled + requeued '
-          f'{wall:.1f} s (signal after {signalled - start:.1f} s)')
+          f'{time.monotonic() - start:.1f} s (signal after {signalled - start:.1f} s)')
 
     # the negative control: the preemption checkpoint edited to resume one batch early; a
     # batch job that resumes from it fails the same check
@@ -201,5 +213,34 @@ def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, 
     log = read(osp.join(early, 'slurm.out'))
     assert state == 'COMPLETED', log[-6000:]
     assert 'resuming the run stopped by SIGUSR1 at epoch 0, iteration 1, batch 0' in log
+    plain = load_weights(osp.join(uninterrupted[0], 'epoch_2.pth'))
     wrong = load_weights(osp.join(early, 'epoch_2.pth'))
     assert any(not torch.equal(plain[k], wrong[k]) for k in plain)
+
+
+@IN_CLUSTER
+@pytest.mark.e2e
+def test_a_batch_job_at_its_time_limit_requeues_resumes_and_matches(
+        slurm_cluster, preempt_configs, uninterrupted, tmp_path):
+    # --time=3 with the submitted --signal=USR1@120: Slurm signals the tasks about a minute
+    # after the start (sbatch(1): up to 60 s before that; 1 s before it, measured here),
+    # while the run holds at its first iteration; nothing but the time limit signals it
+    work = str(tmp_path / 'limited')
+    start = time.monotonic()
+    job = submit(slurm_cluster, preempt_configs['signalled'], preempt_configs['pythonpath'],
+                 work, 'evt-limited', sbatch='--time=3')
+    assert job_field(slurm_cluster, job, 'TimeLimit') == '00:03:00'
+    wait_training(slurm_cluster, job, work)
+    training = time.monotonic()
+    deadline = training + HANG_TIMEOUT
+    while job_field(slurm_cluster, job, 'Restarts') != '1':
+        assert job_field(slurm_cluster, job, 'JobState') not in ENDED
+        assert time.monotonic() < deadline, read(osp.join(work, 'slurm.out'))[-6000:]
+        time.sleep(0.5)
+    requeued = time.monotonic()
+    # the requeued start gets a limit it cannot reach: one signal in this test
+    slurm_cluster.run('scontrol', 'update', f'JobId={job}', 'TimeLimit=30')
+    wait_job(slurm_cluster, job)
+    assert_requeued_and_resumed(slurm_cluster, job, work, uninterrupted)
+    print(f'\nWALL time-limited + requeued {time.monotonic() - start:.1f} s (training after '
+          f'{training - start:.1f} s, requeued after {requeued - start:.1f} s)')
