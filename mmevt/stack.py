@@ -69,8 +69,11 @@ TOOLKIT_MMCV: Dict[str, Tuple[ToolkitRange, ...]] = {
                      'mmpose 1.3.2 imports mmdet in mmpose.models '
                      '(mmpose/models/heads/hybrid_heads/rtmo_head.py:9), and mmdet 3.3.0 '
                      'asserts mmcv<2.2.0'),
+        ToolkitRange('mmaction', 'mmaction2', '2.0.0rc4', '2.2.0',
+                     'mmaction2 1.2.0 asserts mmcv>=2.0.0rc4,<2.2.0 at import '
+                     '(mmaction/__init__.py:8-19)'),
     ),
-    'fork': (  # no fork of mmpose
+    'fork': (  # no fork of mmpose or mmaction2
         ToolkitRange('mmdet', 'onedl-mmdetection', '2.0.0', None,
                      'onedl-mmdetection 3.5.1 requires onedl-mmcv>=2.0.0 '
                      '(its mminstall extra, pyproject.toml:93); no mmcv assert at import '

@@ -25,12 +25,14 @@ class Toolkit(NamedTuple):
 # stride 32), and for pose models (top-down inputs are 256 x 192; mmpose's Swin pads). FLOP
 # shapes are the sizes the papers quote: COCO 1280 x 800 (Swin, RMT, EVT), ADE20K UperNet /
 # Semantic FPN 2048 x 512 (Swin, RMT), ImageNet 224, COCO keypoints 256 x 192 (mmpose's
-# top-down configs, as its get_flops.py defaults to).
+# top-down configs, as its get_flops.py defaults to); video recognition (mmaction2's 2D
+# recognizers) ImageNet's 224 x 224 a frame, as its TSN / TSM recipes crop.
 TOOLKIT_TABLE: Dict[str, Toolkit] = {
     'mmdet': Toolkit(128, (800, 1280)),
     'mmseg': Toolkit(128, (512, 2048)),
     'mmpretrain': Toolkit(224, (224, 224)),
     'mmpose': Toolkit(224, (256, 192)),
+    'mmaction': Toolkit(224, (224, 224)),
 }
 TOOLKITS = tuple(TOOLKIT_TABLE)
 # Another OpenMMLab 2.x toolkit (its MODELS a child of mmengine's root, so EVT resolves)

@@ -36,7 +36,7 @@ def test_another_packages_evt_is_reported_not_overridden():
 def test_one_list_of_toolkits():
     from mmevt.apis import launch
     assert TOOLKITS is launch.TOOLKITS
-    assert set(TOOLKITS) == {'mmdet', 'mmseg', 'mmpretrain', 'mmpose'}
+    assert set(TOOLKITS) == {'mmdet', 'mmseg', 'mmpretrain', 'mmpose', 'mmaction'}
 
 
 COEXIST = '''

@@ -37,7 +37,7 @@ mmengine_spec=${prefix}mmengine==$(pin "${prefix}mmengine" "$req/$stack.txt")
 py=$venv/bin/python
 
 # Everything that decides the environment's contents; a change re-runs the installs.
-want=$(cat "$req"/{torch,runtime,tests,no-deps,pose-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0"; echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
+want=$(cat "$req"/{torch,runtime,tests,no-deps,pose-upstream,action-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0" "$repo/tools/build_mmaction2_wheel.py" $(find "$repo/tools/patches" -type f -name '*.py' | sort); echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
 want_hash=$(printf '%s' "$want" | sha256sum | cut -c1-16)
 stamp=$venv/.mmevt-env
 
@@ -129,7 +129,7 @@ fi
 log "installing the $stack toolkits, test tools and mmevt"
 pipi -q -c "$constraints" -r "$req/$stack.txt" -r "$req/runtime.txt" -r "$req/tests.txt"
 pipi -q -c "$constraints" --no-deps -r "$req/no-deps.txt"  # why: see that file
-if [[ $stack == upstream ]]; then  # mmpose: why upstream only and why so, see that file
+if [[ $stack == upstream ]]; then  # mmpose, mmaction2: why upstream only and why so, see their files
   log "installing mmpose (xtcocotools built from source against this venv's numpy)"
   pose_req=$req/pose-upstream.txt
   pipi -q -c "$constraints" json_tricks munkres
@@ -140,6 +140,18 @@ if [[ $stack == upstream ]]; then  # mmpose: why upstream only and why so, see t
     --no-build-isolation --no-binary xtcocotools -w "$tools_dir/wheels" \
     "xtcocotools==$(pin xtcocotools "$pose_req")"
   pipi -q --no-deps "$tools_dir"/wheels/xtcocotools-*.whl "mmpose==$(pin mmpose "$pose_req")"
+  rm -rf "$tools_dir"
+  # mmaction2: its released sdist built into a wheel with two fixes (see that file)
+  action_req=$req/action-upstream.txt
+  mmaction_ver=$(pin mmaction2 "$action_req")
+  log "installing mmaction2 $mmaction_ver+mmevt1 (its sdist patched into a wheel)"
+  mkdir -p "$tools_dir"
+  "$py" -m pip download -q --no-deps --no-binary :all: -d "$tools_dir" "mmaction2==$mmaction_ver"
+  "$py" "$repo/tools/build_mmaction2_wheel.py" "$tools_dir/mmaction2-$mmaction_ver.tar.gz" \
+    "$tools_dir/wheels" >/dev/null
+  pipi -q -c "$constraints" "decord==$(pin decord "$action_req")"
+  # forced: a changed stand-in keeps the version label
+  pipi -q --no-deps --force-reinstall "$tools_dir"/wheels/mmaction2-"$mmaction_ver"+mmevt1-*.whl
   rm -rf "$tools_dir"
 fi
 pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"

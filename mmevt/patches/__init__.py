@@ -144,6 +144,18 @@ PATCHES: Tuple[Patch, ...] = (
           'needed (mmpretrain 1.2.0, setuptools >= 82)',
           "not needed: onedl-mmpretrain's vis_cam.py does not import it (left alone)",
           'found here', 'vis_cam.py'),
+    Patch('mmaction2-drn-stub', 'tools/patches/mmaction2-1.2.0 (tools/build_mmaction2_wheel.py)',
+          ('mmaction.models.localizers.drn (absent from mmaction2 1.2.0)',
+           "mmaction2 1.2.0's Requires-Dist (from its sdist's egg-info)"),
+          'import mmaction.models works: mmaction2 1.2.0 imports a drn package that its '
+          'wheel and sdist lack; a stand-in registers DRN, which raises when built, citing '
+          "the issue; the wheel built from the sdist declares PyPI's wheel's dependencies",
+          'needed (mmaction2 1.2.0, its last release; requirements/action-upstream.txt)',
+          'not installed: mmaction2 1.2.0 asserts mmcv < 2.2.0, and it has no fork',
+          'open-mmlab/mmaction2#2714', 'mmaction2 1.2.0+mmevt1',
+          others="mmaction2 is installed as 1.2.0+mmevt1 (pip list says so): PyPI's 1.2.0 "
+                 'files plus mmaction/models/localizers/drn/, all in its RECORD; building '
+                 'DRN raises instead of every mmaction2 model failing at import'),
     Patch('mmdeploy-exporter', 'mmevt.deploy.rewriters.torch_onnx', ('torch.onnx.export', ),
           'dynamo=False by default: mmdeploy 1.3.1 rewriters need the TorchScript exporter',
           'needed (torch >= 2.9)', 'needed: mmdeploy 1.3.1 on both stacks '

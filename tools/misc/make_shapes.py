@@ -7,6 +7,8 @@
     python tools/misc/make_shapes.py data/shape_cls --classification --num-train 100
     # pose: COCO person keypoints, one stick figure per image (the pose demo's data)
     python tools/misc/make_shapes.py data/demo_pose --keypoints --num-train 64
+    # action recognition: mmaction2 rawframes, one moving shape per clip (4 classes)
+    python tools/misc/make_shapes.py data/demo_action --rawframes --num-train 16 --size 64 64
 
 Deterministic for a given --seed; an existing dataset made with other settings is never
 overwritten unless --overwrite is given.
@@ -18,9 +20,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('out', help='output directory')
     parser.add_argument('--num-train', type=int, default=64,
-                        help='training images (per class with --classification)')
+                        help='training images (per class with --classification, '
+                        '--rawframes: clips)')
     parser.add_argument('--num-val', type=int, default=16,
-                        help='validation images (per class with --classification)')
+                        help='validation images (per class with --classification, '
+                        '--rawframes: clips)')
     parser.add_argument('--size', type=int, nargs=2, default=[128, 128], metavar=('H', 'W'))
     parser.add_argument('--max-shapes', type=int, default=4, help='shapes per image, at most')
     parser.add_argument('--seed', type=int, default=0)
@@ -28,13 +32,21 @@ def main(argv=None) -> None:
                         help='one shape per image, ImageNet layout, 6 classes')
     parser.add_argument('--keypoints', action='store_true',
                         help='COCO person keypoints: one figure per image, 17 keypoints')
+    parser.add_argument('--rawframes', action='store_true',
+                        help='mmaction2 rawframes: one moving shape per clip, 4 classes')
+    parser.add_argument('--frames', type=int, default=8, help='frames per clip (--rawframes)')
     parser.add_argument('--overwrite', action='store_true')
     args = parser.parse_args(argv)
-    if args.classification and args.keypoints:
-        parser.error('--classification and --keypoints exclude each other')
-    from mmevt.datasets import generate_keypoints, generate_shape_classes, generate_shapes
+    kinds = [k for k in ('classification', 'keypoints', 'rawframes') if getattr(args, k)]
+    if len(kinds) > 1:
+        parser.error(' and '.join(f'--{k}' for k in kinds) + ' exclude each other')
+    from mmevt.datasets import (generate_keypoints, generate_rawframes, generate_shape_classes,
+                                generate_shapes)
     try:
-        if args.keypoints:
+        if args.rawframes:
+            out = generate_rawframes(args.out, args.num_train, args.num_val, args.frames,
+                                     tuple(args.size), args.seed, args.overwrite)
+        elif args.keypoints:
             out = generate_keypoints(args.out, args.num_train, args.num_val, tuple(args.size),
                                      args.seed, args.overwrite)
         elif args.classification:
