@@ -15,7 +15,11 @@ def report() -> List[str]:
     lines = [f'mmevt {mmevt.__version__} ({mmevt.__file__})',
              f'Python {platform.python_version()} ({sys.executable})',
              f'stack: {stack.detect_stack() or "unknown (no single mmengine distribution)"}']
-    names = [d for s in stack.STACKS.values() for d in s.tested] + list(OTHERS)
+    # each stack's tested distributions, then the toolkits only one stack has (mmpose,
+    # mmaction2), then the others; each once
+    names = dict.fromkeys([d for s in stack.STACKS.values() for d in s.tested]
+                          + [t.dist for ts in stack.TOOLKIT_MMCV.values() for t in ts]
+                          + list(OTHERS))
     for name in names:
         try:
             lines.append(f'  {name} {metadata.version(name)}')

@@ -134,12 +134,17 @@ def test_bootstrap_refuses_an_unknown_stack():
 
 def test_info_reports_the_stack_and_every_patch():
     from mmevt.patches import PATCHES
-    from mmevt.stack import STACKS
+    import importlib.util
+    from mmevt.stack import STACKS, TOOLKIT_MMCV
     out = run_tool('-m', 'mmevt.info')
     stack = current_stack()
     assert f'stack: {stack}' in out
     for dist, version in STACKS[stack].tested.items():
         assert f'  {dist} {version}' in out, dist
+    for toolkit in TOOLKIT_MMCV[stack]:  # mmpose and mmaction2 too, where installed
+        if importlib.util.find_spec(toolkit.module) is not None:
+            assert f'  {toolkit.dist} {metadata.version(toolkit.dist)}' in out, toolkit.dist
+            assert f"'{toolkit.module}'" in out.split('registered in:')[1].split('\n')[0]
     assert 'pkg_resources: not importable' in out
     assert len(PATCHES) >= 8
     for patch in PATCHES:
