@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from helpers import HANG_TIMEOUT, REPO, load_weights, write_config
+from slurm_cluster import free_port
 from mmevt.engine.preemption import (PREEMPTED_EXIT_CODE, PreemptionCheckpointHook,
                                      sample_seed)
 
@@ -70,9 +71,10 @@ custom_hooks = [dict(type='PreemptionCheckpointHook')]
     return write_config(tmp_path / f'{name}.py', text)
 
 
-def _dist_train(cfg, *args, port, tmp_path):
-    """``tools/dist_train.sh CFG 2`` in its own session (its own process group)."""
-    env = dict(os.environ, PYTHON=sys.executable, PORT=str(port), OMP_NUM_THREADS='1',
+def _dist_train(cfg, *args, tmp_path):
+    """``tools/dist_train.sh CFG 2`` in its own session (its own process group), on a port
+    free now (a fixed one can be held by another run on the machine)."""
+    env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()), OMP_NUM_THREADS='1',
                PYTHONPATH=f'{tmp_path}{os.pathsep}{os.environ.get("PYTHONPATH", "")}')
     return subprocess.run(['bash', 'tools/dist_train.sh', cfg, '2', *args], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -83,7 +85,7 @@ def _dist_train(cfg, *args, port, tmp_path):
 def plain_weights(tmp_path_factory, cls_root) -> dict:
     """The weights of the config's uninterrupted 2-process run (the hook on, no signal)."""
     folder = tmp_path_factory.mktemp('preempt_plain')
-    plain = _dist_train(_config(folder, cls_root, 'plain'), port=29531, tmp_path=folder)
+    plain = _dist_train(_config(folder, cls_root, 'plain'), tmp_path=folder)
     assert plain.returncode == 0, plain.stdout[-4000:]
     return load_weights(folder / 'plain' / 'epoch_2.pth')
 
@@ -97,7 +99,7 @@ def test_a_sigtermed_dist_run_saves_exits_and_resumes_exactly(tmp_path, cls_root
 custom_imports = dict(imports=['mmevt', 'signal_at'], allow_failed_imports=False)
 custom_hooks.append(dict(type='SignalProcessGroupAt', iteration=4))
 ''')
-    stopped = _dist_train(signalled, port=29532, tmp_path=tmp_path)
+    stopped = _dist_train(signalled, tmp_path=tmp_path)
     work = tmp_path / 'signalled'
     assert 'SIGTERM received; saving preempted_iter_5.pth at epoch 1, iteration 5, batch 2' \
         in stopped.stdout, stopped.stdout[-4000:]
@@ -105,7 +107,7 @@ custom_hooks.append(dict(type='SignalProcessGroupAt', iteration=4))
     assert (work / 'last_checkpoint').read_text() == str(work / 'preempted_iter_5.pth')
     assert not (work / 'epoch_2.pth').exists()
     # the same config, resumed (the signal hook fires at iteration 4 only: not again)
-    resumed = _dist_train(signalled, '--resume', port=29533, tmp_path=tmp_path)
+    resumed = _dist_train(signalled, '--resume', tmp_path=tmp_path)
     assert resumed.returncode == 0, resumed.stdout[-4000:]
     assert 'resuming the run stopped by SIGTERM at epoch 1, iteration 5, batch 2' in (
         resumed.stdout)
@@ -120,7 +122,7 @@ custom_hooks.append(dict(type='SignalProcessGroupAt', iteration=4))
     early.mkdir()
     torch.save(ckpt, early / 'preempted_iter_5.pth')
     (early / 'last_checkpoint').write_text(str(early / 'preempted_iter_5.pth'))
-    again = _dist_train(signalled, '--resume', '--work-dir', str(early), port=29534,
+    again = _dist_train(signalled, '--resume', '--work-dir', str(early),
                         tmp_path=tmp_path)
     assert again.returncode == 0, again.stdout[-4000:]
     c = load_weights(early / 'epoch_2.pth')
@@ -133,11 +135,11 @@ def test_without_a_signal_the_hook_changes_no_weight_unless_it_seeds_samples(
     # the same run without the hook; with it but seed_samples=False it trains bitwise the
     # same, with its default per-sample seeds it draws other crops and flips (the control)
     weights = {}
-    for name, hooks, port in (('without', '[]', 29535),
-                              ('unseeded', "[dict(type='PreemptionCheckpointHook', "
-                                           "seed_samples=False)]", 29536)):
+    for name, hooks in (('without', '[]'),
+                        ('unseeded', "[dict(type='PreemptionCheckpointHook', "
+                                     "seed_samples=False)]")):
         cfg = _config(tmp_path, cls_root, name, extra=f'custom_hooks = {hooks}\n')
-        run = _dist_train(cfg, port=port, tmp_path=tmp_path)
+        run = _dist_train(cfg, tmp_path=tmp_path)
         assert run.returncode == 0, run.stdout[-4000:]
         assert ('PreemptionCheckpointHook' in run.stdout) == (name == 'unseeded')
         weights[name] = load_weights(tmp_path / name / 'epoch_2.pth')

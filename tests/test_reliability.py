@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from helpers import HANG_TIMEOUT, REPO, load_weights, run_tool
+from slurm_cluster import free_port
 from mmevt.models import EVT
 from mmevt.ops import input_checks_enabled, set_input_checks
 
@@ -170,7 +171,7 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
     run_tool('tools/train.py', single)
     dist = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'dist',
                                      extra="train_dataloader['batch_size'] = 2\n")
-    env = dict(os.environ, PYTHON=sys.executable, PORT='29517', OMP_NUM_THREADS='1')
+    env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()), OMP_NUM_THREADS='1')
     proc = subprocess.run(['bash', 'tools/dist_train.sh', dist, '2'], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=HANG_TIMEOUT)
