@@ -2,7 +2,8 @@
 
 The zoo test runs every entry of ``tests/fixtures/swap_zoo.yml`` in-process: swap with
 ``evt-test``, then :func:`mmevt.swap.smoke_test_config` (one training step with a finite loss
-and non-zero backbone gradients, one prediction) on a generated batch.
+and non-zero backbone gradients, one prediction) on a generated batch. mmaction2's swaps,
+refusals and counts are tested in ``tests/test_action.py`` too.
 """
 import importlib.util
 import os.path as osp
@@ -25,14 +26,21 @@ def _quiet(_msg):
     pass
 
 
+# The toolkits absent from the fork stack, as mmengine names their distributions: mmpose and
+# mmaction2 have no fork (docs/pose.md, docs/action.md).
+NOT_ON_THE_FORK = {'mmpose': 'mmpose', 'mmaction': 'mmaction2'}
+
+
 def _refused_on_the_fork(src, tmp_path) -> bool:
-    """True where SRC's toolkit is not installed: only mmpose on the fork (no fork of mmpose
-    exists, docs/pose.md), checked here, where the swap must refuse SRC naming it."""
+    """True where SRC's toolkit is not installed: only mmpose and mmaction2 on the fork,
+    checked here, where the swap must refuse SRC naming it."""
     toolkit = src.split('::')[0]
     if importlib.util.find_spec(toolkit) is not None:
         return False
-    assert (toolkit, current_stack()) == ('mmpose', 'fork'), f'{toolkit} is not installed'
-    with pytest.raises(ValueError, match=r"SRC 'mmpose::.*mmpose is not installed"):
+    assert toolkit in NOT_ON_THE_FORK and current_stack() == 'fork', \
+        f'{toolkit} is not installed'
+    with pytest.raises(ValueError,
+                       match=rf"SRC '{toolkit}::.*{NOT_ON_THE_FORK[toolkit]} is not installed"):
         _swap(src, tmp_path)
     return True
 
@@ -58,7 +66,9 @@ def test_zoo_config_swaps_trains_and_predicts(entry, tmp_path):
     result = smoke_test_config(dst, stages=plan.stages, flops=False, log=_quiet)
     assert result.backbone_grad_norm > 0 and result.num_predictions == 2
     cfg = load_config(dst)
-    assert cfg.model.backbone.type == 'EVT' and cfg.model.backbone.arch == 'evt-test'
+    # mmaction2's Recognizer2D unpacks the maps of 'mmpretrain.' backbones only
+    kind = 'mmpretrain.EVT' if entry['src'].startswith('mmaction::') else 'EVT'
+    assert cfg.model.backbone.type == kind and cfg.model.backbone.arch == 'evt-test'
 
 
 def test_dilated_outputs_go_to_the_next_stages_with_a_note():

@@ -10,7 +10,10 @@ for real (it cannot run on the ``meta`` device), so a count costs one forward pa
 The forward pass is the toolkits' ``mode='tensor'`` one, what their ``get_flops.py`` count:
 detectors and segmentors without post-processing (a two-stage detector's RoI heads run on
 the proposals its RPN keeps), classifiers up to the logits; auxiliary heads, which run only
-in training, are not part of it.
+in training, are not part of it. mmaction2's 2D recognizers (TSN) count a clip of
+:func:`clip_segments` frames, ``(1, segments, 3, H, W)``, up to the logits (``mode='tensor'``
+with ``stage='head'``; mmaction2's own ``get_flops.py`` counts ``extract_feat``, what
+``features_only`` counts here).
 """
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
@@ -22,8 +25,11 @@ from ..toolkits import TOOLKIT_TABLE, toolkit_facts
 from .complexity import count_params
 
 PARTS = ('backbone', 'neck')  # reported on their own; everything else is "heads"
-# The sizes the papers quote FLOPs at, per toolkit (:data:`mmevt.toolkits.TOOLKIT_TABLE`).
+# The sizes the papers quote FLOPs at, per toolkit (:data:`mmevt.toolkits.TOOLKIT_TABLE`);
+# for mmaction2's 2D recognizers a frame's, a clip having :func:`clip_segments` frames.
 DEFAULT_SHAPES = {name: facts.flops_shape for name, facts in TOOLKIT_TABLE.items()}
+# Frames a clip of a 2D recognizer where its pipeline samples none: TSN's 1x1x3.
+DEFAULT_SEGMENTS = 3
 
 
 @contextmanager
@@ -75,6 +81,34 @@ def count_flops(model: nn.Module, input_shape: Tuple[int, ...],
     return int(analyze_flops(model, (x, ), forward).total())
 
 
+def _dataset_pipeline(cfg) -> list:
+    """The training pipeline of ``cfg``: its train dataloader's dataset's (through wrappers
+    such as ``RepeatDataset``), else the top-level ``train_pipeline``; empty if neither."""
+    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
+    while isinstance(dataset, dict) and 'pipeline' not in dataset and 'dataset' in dataset:
+        dataset = dataset['dataset']
+    pipeline = dataset.get('pipeline') if isinstance(dataset, dict) else None
+    return list(pipeline or cfg.get('train_pipeline') or [])
+
+
+def clip_segments(cfg) -> int:
+    """Frames a clip of an mmaction2 2D recognizer has: ``num_clips * clip_len`` of the
+    training pipeline's ``SampleFrames`` (or ``DenseSampleFrames`` ...), e.g. 3 for TSN
+    1x1x3, 8 for TSN 1x1x8; :data:`DEFAULT_SEGMENTS` where the pipeline samples none.
+
+    Args:
+        cfg (mmengine.Config): an mmaction2 config.
+
+    Returns:
+        int: the ``segments`` of the recognizer's inputs ``(N, segments, 3, H, W)``.
+    """
+    for step in _dataset_pipeline(cfg):
+        if isinstance(step, dict) and str(step.get('type', '')).split('.')[-1].endswith(
+                'SampleFrames'):
+            return int(step.get('num_clips', 1)) * int(step.get('clip_len', 1))
+    return DEFAULT_SEGMENTS
+
+
 def build_from_config(cfg, device: str = 'cpu') -> Tuple[nn.Module, str]:
     """The model of a config, in eval mode, SyncBN turned into BN, weights not loaded.
 
@@ -109,31 +143,61 @@ def _data_samples(scope: str, hw: Tuple[int, int]) -> Optional[list]:
                                         batch_input_shape=hw, scale_factor=(1., 1.)))]
 
 
+def _action_forward(model: nn.Module, features_only: bool) -> Callable[[Tensor], Any]:
+    """The forward of an mmaction2 2D recognizer the counter traces on a clip
+    ``(1, segments, 3, H, W)``: ``mode='tensor'`` up to the head's logits ``(1, classes)``,
+    or ``extract_feat``'s features (as mmaction2's ``get_flops.py``; its dict of head
+    arguments dropped, the trace takes tensors).
+
+    Raises:
+        ValueError: ``model`` is not a 2D recognizer (3D, audio, skeleton inputs differ).
+    """
+    from mmaction.models import Recognizer2D
+    if not isinstance(model, Recognizer2D):
+        raise ValueError(f'{type(model).__name__}: only mmaction2\'s 2D recognizers '
+                         '(Recognizer2D: TSN), which take (1, segments, 3, H, W) clips, are '
+                         'counted; use mmaction2\'s own get_flops.py with a 5-d --shape')
+    call, extract = model.forward, model.extract_feat
+    if features_only:
+        return lambda inputs: extract(inputs)[0]
+    return lambda inputs: call(inputs, None, mode='tensor', stage='head')
+
+
 def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 'cpu',
                       features_only: bool = False) -> Dict[str, Any]:
     """Params and FLOPs of a config's model on one input, whole and by part.
 
     Args:
-        cfg (mmengine.Config): a det / seg / cls config.
-        shape (tuple[int, int], optional): input ``(H, W)``, padded as the config's data
-            preprocessor pads (see :func:`padded_shape`). Defaults to None
-            (:data:`DEFAULT_SHAPES` of the config's toolkit).
+        cfg (mmengine.Config): a det / seg / cls / pose config, or an mmaction2 2D
+            recognizer's (its clips' frames: :func:`clip_segments`).
+        shape (tuple[int, int], optional): input ``(H, W)`` (a frame's, for mmaction2),
+            padded as the config's data preprocessor pads (see :func:`padded_shape`).
+            Defaults to None (:data:`DEFAULT_SHAPES` of the config's toolkit).
         device (str): where to count. Defaults to ``'cpu'``.
         features_only (bool): count only ``extract_feat`` (backbone + neck), e.g. because a
             detector's RoI heads cost what its proposals cost. Defaults to False.
 
     Returns:
-        dict: ``scope``, ``shape`` (the padded input ``(H, W)``), ``params`` and ``flops``,
+        dict: ``scope``, ``shape`` (the padded input ``(H, W)``), ``input_shape`` (what the
+        model was run on: ``(1, 3, H, W)``; ``(1, segments, 3, H, W)`` for mmaction2's 2D
+        recognizers, :func:`clip_segments`), ``params`` and ``flops``,
         each a dict with ``total``, ``backbone``, ``neck`` and ``heads`` (``heads`` is
         the rest: the model minus backbone and neck; params include heads that run only
         in training), ``unsupported`` (op name -> times traced; ops the counter skips) and
         ``proposals`` (RoIs of a two-stage detector's first RoI head, else None).
+
+    Raises:
+        ValueError: an mmaction2 model other than a 2D recognizer.
     """
     model, scope = build_from_config(cfg, device)
     hw = padded_shape(cfg, shape or toolkit_facts(scope).flops_shape)
+    # a 2D recognizer runs its backbone on each frame of a clip
+    lead = (1, clip_segments(cfg)) if scope == 'mmaction' else (1, )
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn((1, 3) + hw, generator=gen).to(device)
-    if features_only:
+    x = torch.randn(lead + (3, ) + hw, generator=gen).to(device)
+    if scope == 'mmaction':
+        forward = _action_forward(model, features_only)
+    elif features_only:
         forward = model.extract_feat
     else:
         samples, call = _data_samples(scope, hw), model.forward
@@ -157,6 +221,6 @@ def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 
         counts['heads'] = counts['total'] - sum(counts[p] for p in PARTS)
     if features_only:
         flops['heads'] = None  # not run
-    return dict(scope=scope, shape=hw, params=params, flops=flops,
+    return dict(scope=scope, shape=hw, input_shape=tuple(x.shape), params=params, flops=flops,
                 unsupported=dict(analyzer.unsupported_ops()),
                 proposals=rois[0] if rois else None)

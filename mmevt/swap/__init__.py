@@ -4,7 +4,7 @@
         [--recipe evt|keep] [--check] [--overwrite]
 
 ``SRC`` is a config file or a toolkit path (``mmdet::``, ``mmseg::``, ``mmpretrain::``,
-``mmpose::``, any toolkit of :data:`mmevt.toolkits.TOOLKITS`).
+``mmpose::``, ``mmaction::``, any toolkit of :data:`mmevt.toolkits.TOOLKITS`).
 ``DST`` inherits it (``_base_``) and overrides only what changes, with a comment per
 override: ``custom_imports``, the backbone (``_delete_=True``), the input channels of the
 modules that read the backbone, and with ``--recipe evt`` the optimizer.
@@ -30,7 +30,12 @@ drop path and norm (SyncBN) from our own config of the same family and arch
 (:data:`FAMILY_CONFIGS`), loaded with mmengine; query-based models (DETR family, Sparse R-CNN,
 MaskFormer / Mask2Former, KNet) keep their own AdamW recipe, since none of our families
 matches them (see :func:`recipe_family`), nor do mmpose's bottom-up models (our pose
-family is top-down). ``--check`` builds the written config, runs one
+family is top-down); mmaction2's 2D recognizers take our TSN config's (mmaction2's own
+TSN recipe). mmaction2's 2D recognizers (TSN) get ``type='mmpretrain.EVT'``, the prefix
+for which Recognizer2D unpacks a backbone's tuple of maps, and their ``cls_head`` is the
+consumer; TSM (a temporal shift inside the backbone, which a 2D EVT would silently drop)
+and the 3D, audio and skeleton recognizers are refused with the reason
+(:mod:`.action`). ``--check`` builds the written config, runs one
 training step and one prediction on a generated batch and prints params / FLOPs before and
 after (:func:`smoke_test_config`); SRC's model is then built once, for the probe and the
 counts.
@@ -46,9 +51,13 @@ The package, one module per step:
   a plan with it;
 - :mod:`.smoke`: the smoke test (``--check``); :mod:`.pose_batch` makes its batches for
   mmpose configs through their own pipelines;
+- :mod:`.action`: mmaction2's recognizers: which can be swapped (the refusals), the
+  backbone type they take, the smoke test's clips ``(N, segments, 3, H, W)``;
 - :mod:`.cli`: the ``mmevt-swap`` command;
 - :mod:`.values`: config values as plain containers / lists, shared by the steps.
 """
+from .action import BACKBONE_TYPE, OTHER_RECOGNIZERS, TEMPORAL_BACKBONES, action_batch, \
+    clip_segments, refuse_unswappable
 from .cli import build_parser, cli, main
 from .config_source import comment_lines, deep_update, format_value, nest_override
 from .consumers import CHANNEL_KEYS, CONCAT_NECKS, HEAD_KEYS, concatenated_outputs, \
@@ -66,15 +75,16 @@ from .smoke import CheckResult, SmokeTestResult, check_config, check_size, flops
     make_batch, runner_model_cfg, smoke_test_config, smoke_test_size
 
 __all__ = [
-    'BACKBONE_FAMILY', 'BackboneOutputs', 'CHANNEL_KEYS', 'CONCAT_NECKS', 'CheckResult',
-    'EVT_STRIDES', 'FAMILY_CONFIGS', 'HEAD_KEYS', 'IMAGENET_MEAN', 'IMAGENET_STD',
-    'KEPT_STEPS', 'Override', 'PROBE_SIZE', 'QUERY_BASED_HEADS', 'QUERY_BASED_MODELS',
-    'SHARED_RECIPE_ARCH', 'SmokeTestResult', 'SwapPlan', 'TOPDOWN_POSE_MODELS',
-    'apply_recipe', 'build_parser', 'build_source_model', 'canonical_arch', 'check_config',
-    'check_size', 'cli', 'comment_lines', 'concatenated_outputs', 'deep_update',
+    'BACKBONE_FAMILY', 'BACKBONE_TYPE', 'BackboneOutputs', 'CHANNEL_KEYS', 'CONCAT_NECKS',
+    'CheckResult', 'EVT_STRIDES', 'FAMILY_CONFIGS', 'HEAD_KEYS', 'IMAGENET_MEAN',
+    'IMAGENET_STD', 'KEPT_STEPS', 'OTHER_RECOGNIZERS', 'Override', 'PROBE_SIZE',
+    'QUERY_BASED_HEADS', 'QUERY_BASED_MODELS', 'SHARED_RECIPE_ARCH', 'SmokeTestResult',
+    'SwapPlan', 'TEMPORAL_BACKBONES', 'TOPDOWN_POSE_MODELS', 'action_batch', 'apply_recipe',
+    'build_parser', 'build_source_model', 'canonical_arch', 'check_config', 'check_size',
+    'cli', 'clip_segments', 'comment_lines', 'concatenated_outputs', 'deep_update',
     'dotted_path', 'family_config', 'find_consumers', 'flops_or_none', 'format_value',
     'kept_steps', 'load_src', 'main', 'make_batch', 'map_outputs', 'measure_backbone',
-    'nest_override', 'plan_swap', 'pose_batches', 'recipe_family', 'remap_channels',
-    'remap_featuremap_size', 'render', 'runner_model_cfg', 'smoke_test_config',
-    'smoke_test_size', 'swap_config'
+    'nest_override', 'plan_swap', 'pose_batches', 'recipe_family', 'refuse_unswappable',
+    'remap_channels', 'remap_featuremap_size', 'render', 'runner_model_cfg',
+    'smoke_test_config', 'smoke_test_size', 'swap_config'
 ]

@@ -52,10 +52,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         return
     result = smoke_test_config(args.out, stages=plan.stages)
     height, width = result.input_hw  # the smoke test's batch: its FLOPs were counted there
-    before_flops = flops_or_none(original, result.input_hw)
+    # a 2D recognizer's backbone runs on each frame: a clip's FLOPs, before as after
+    before_flops = flops_or_none(original, result.input_hw, result.segments or 1)
     print(f'params (whole model): {_millions(plan.source_params)} -> '
           f'{_millions(result.params)}')
-    print(f'backbone FLOPs at {height} x {width}: {_millions(before_flops)} -> '
+    at = f'{result.segments} segments x ' if result.segments else ''
+    print(f'backbone FLOPs at {at}{height} x {width}: {_millions(before_flops)} -> '
           f'{_millions(result.backbone_flops)} (multiply-adds, mmengine)')
 
 

@@ -14,9 +14,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..utils.lists import as_list
 from .probe import EVT_STRIDES, BackboneOutputs
 
-# Model keys holding a head that reads the backbone when there is no neck.
+# Model keys holding a head that reads the backbone when there is no neck (``cls_head``:
+# mmaction2's recognizers, e.g. TSNHead reading each frame's last map).
 HEAD_KEYS = ('decode_head', 'auxiliary_head', 'head', 'panoptic_head', 'bbox_head',
-             'rpn_head', 'mask_head')
+             'rpn_head', 'mask_head', 'cls_head')
 # The keys that name a module's inputs from the backbone.
 CHANNEL_KEYS = ('in_channels', 'c1_in_channels')
 # Necks without channel arguments that concatenate the maps they select (each resized to
@@ -53,10 +54,10 @@ def remap_channels(cfg: dict, where: str, outputs: BackboneOutputs, stages: List
 
     ``in_channels`` is read through ``in_index`` when the module has one (mmseg's decode
     heads), else as one entry per backbone output (a list) or the last output (an int:
-    mmdet's CTResNetNeck, mmpretrain's and mmpose's heads), or as the sum of the outputs a
-    neck concatenates (``concat``); ``c1_in_channels`` (mmseg's DepthwiseSeparableASPPHead)
-    reads the first output. Every old value must equal the measured channels of the output
-    it reads.
+    mmdet's CTResNetNeck, mmpretrain's, mmpose's and mmaction2's heads), or as the sum of
+    the outputs a neck concatenates (``concat``); ``c1_in_channels`` (mmseg's
+    DepthwiseSeparableASPPHead) reads the first output. Every old value must equal the
+    measured channels of the output it reads.
 
     Args:
         cfg (dict): the consumer's config.

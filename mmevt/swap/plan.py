@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..analysis import count_params
 from ..models.backbones.archs import resolve_arch
 from ..toolkits import TOOLKITS, config_toolkit, load_config
+from .action import BACKBONE_TYPE, BACKBONE_TYPE_WHY, refuse_unswappable
 from .consumers import CHANNEL_KEYS, ModelPath, concatenated_outputs, dotted_path, \
     find_consumers, remap_channels, remap_featuremap_size
 from .probe import EVT_STRIDES, BackboneOutputs, build_source_model, map_outputs, \
@@ -103,7 +104,8 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
 
     Raises:
         ValueError: SRC cannot be swapped (the message says why: e.g. a model reading no
-            stride-32 map, a consumer whose channels do not match the backbone's outputs).
+            stride-32 map, a consumer whose channels do not match the backbone's outputs,
+            mmaction2's TSM or 3D recognizers: :func:`~mmevt.swap.action.refuse_unswappable`).
     """
     if recipe not in ('evt', 'keep'):
         raise ValueError(f"--recipe must be 'evt' or 'keep', got {recipe!r}")
@@ -113,6 +115,8 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
     model = cfg.get('model')
     if not isinstance(model, dict) or not isinstance(model.get('backbone'), dict):
         raise ValueError(f'{src}: model.backbone is missing; nothing to swap')
+    if toolkit == 'mmaction':  # before building: TSM's backbone fails on a lone frame
+        refuse_unswappable(model, src)
     source = None
     if count_source:
         with quiet_logger():  # SRC's INFO notices; the smoke test's build of DST logs them
@@ -121,9 +125,11 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
                                          backbone=None if source is None else source.backbone)
     stages, notes = map_outputs(outputs)
     dims = resolve_arch(arch)['embed_dims']
+    # mmaction2 builds a 'mmpretrain.' backbone from mmpretrain's registry: no _scope_
+    kind = dict(_scope_=(toolkit, None), type=('EVT', None)) if toolkit != 'mmaction' \
+        else dict(type=(BACKBONE_TYPE, BACKBONE_TYPE_WHY))
     backbone: Dict[str, Any] = dict(
-        _delete_=(True, None), _scope_=(toolkit, None), type=('EVT', None),
-        arch=(arch, None),
+        _delete_=(True, None), **kind, arch=(arch, None),
         out_indices=(tuple(stages), f'the stages of strides '
                      f'{[EVT_STRIDES[s] for s in stages]}, for {outputs.type}\'s outputs '
                      f'{outputs.describe()}'))
@@ -177,13 +183,15 @@ def _normalisation(plan: SwapPlan, cfg) -> None:
     dp = cfg.get('data_preprocessor') if top else cfg.model.data_preprocessor
     if not isinstance(dp, dict) or 'mean' not in dp:
         return
-    rgb_key = 'to_rgb' if plan.toolkit == 'mmpretrain' else 'bgr_to_rgb'
+    # mmaction2's pipelines decode frames as RGB already: its to_rgb would make them BGR
+    rgb_key, rgb = dict(mmpretrain=('to_rgb', True), mmaction=('to_rgb', False)).get(
+        plan.toolkit, ('bgr_to_rgb', True))
     same = ([float(v) for v in dp['mean']] == IMAGENET_MEAN
             and [float(v) for v in dp.get('std', [])] == IMAGENET_STD
-            and dp.get(rgb_key, False))
+            and bool(dp.get(rgb_key, False)) == rgb)
     if same:
         return
-    values = {'mean': IMAGENET_MEAN, 'std': IMAGENET_STD, rgb_key: True}
+    values = {'mean': IMAGENET_MEAN, 'std': IMAGENET_STD, rgb_key: rgb}
     why = (f"EVT's ImageNet weights expect RGB with ImageNet mean / std; SRC normalises "
            f"with mean {list(dp['mean'])}, std {list(dp.get('std', []))}")
     if top:

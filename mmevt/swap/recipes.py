@@ -28,7 +28,11 @@ FAMILY_CONFIGS = {
     'upernet': 'seg/upernet/upernet_{arch}_8xb2-160k_ade20k-512x512.py',
     'cls': 'cls/*/{arch}_*xb*_in1k.py',
     'pose': 'pose/topdown_heatmap/td-hm_{arch}_8xb32-210e_coco-256x192.py',
+    'action': 'action/tsn/tsn_{arch}_8xb32-1x1x3-100e_kinetics400-rgb.py',
 }
+# Where a family's optimizer comes from when it is not our AdamW (named in DST's comment).
+FOREIGN_OPTIMIZERS = {'pose': "mmpose's Swin-T recipe",
+                      'action': "mmaction2's TSN recipe for a transformer backbone"}
 # The arch whose config holds a family's shared recipe (the other sizes inherit it).
 SHARED_RECIPE_ARCH = 'evt-t'
 # Query-based models: set-prediction decoders whose AdamW recipes (backbone lr x0.1,
@@ -61,10 +65,13 @@ def recipe_family(model_cfg: dict, toolkit: str) -> Optional[str]:
     mmdet: a cascade RoI head -> ``cascade``, another RoI head -> ``mask_rcnn`` (two-stage
     detectors), no RoI head -> ``retinanet`` (dense one-stage heads); mmseg: an FPN neck ->
     ``sem_fpn``, else ``upernet`` (heads on the backbone's maps); mmpretrain -> ``cls``;
-    mmpose: a top-down model -> ``pose``, None for bottom-up ones.
+    mmpose: a top-down model -> ``pose``, None for bottom-up ones; mmaction2 (its 2D
+    recognizers; the others are refused) -> ``action``.
     """
     if toolkit == 'mmpretrain':
         return 'cls'
+    if toolkit == 'mmaction':
+        return 'action'
     if toolkit == 'mmpose':
         return 'pose' if model_cfg.get('type') in TOPDOWN_POSE_MODELS else None
     heads = [h for k in HEAD_KEYS for h in as_list(model_cfg.get(k)) if isinstance(h, dict)]
@@ -160,8 +167,9 @@ def apply_recipe(plan: 'SwapPlan', src_cfg, recipe: str) -> None:
                                                              plan.toolkit)),
                            f'AdamW, lr, weight decay and no-decay rules of our {src_name}'
                            if optimizer.type == 'AdamW' else
-                           f'{optimizer.type} and lr of our {src_name} (mmpose\'s Swin-T '
-                           "recipe); SRC's schedule is kept"))
+                           f'{optimizer.type} and lr of our {src_name} '
+                           f"({FOREIGN_OPTIMIZERS.get(family, 'its recipe')}); SRC's schedule "
+                           'is kept'))
     if plan.toolkit in ('mmseg', 'mmpretrain'):
         sched = _with_scope(to_plain(ours.param_scheduler), plan.toolkit)
         why = f'the schedule of our {src_name}'

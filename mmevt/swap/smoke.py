@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from ..analysis import count_flops, count_params
-from ..toolkits import build_model, config_toolkit, load_config, toolkit_scope
+from ..analysis.flops import clip_segments
+from ..toolkits import build_model, config_toolkit, load_config, toolkit_facts, toolkit_scope
 from .probe import EVT_STRIDES
 from .values import to_plain
 
@@ -35,17 +36,23 @@ def _query_tokens_size(model_cfg: dict, stages: Sequence[int]) -> int:
     return side
 
 
-def smoke_test_size(model_cfg: dict, stages: Sequence[int]) -> int:
+def smoke_test_size(model_cfg: dict, stages: Sequence[int],
+                    toolkit: Optional[str] = None) -> int:
     """A square input side the swapped model accepts: 64 (EVT's four stride-2 levels need
-    32; 64 leaves the stride-32 map 2 x 2), more for two-stage query detectors.
+    32; 64 leaves the stride-32 map 2 x 2), more for two-stage query detectors; for
+    mmaction2's 2D recognizers the frame its recipes crop (224), so that the clips are
+    shaped as the recognizer's training data.
 
     Args:
         model_cfg (dict): DST's ``model``.
         stages (Sequence[int]): the EVT stages the model reads.
+        toolkit (str, optional): DST's toolkit. Defaults to None (not mmaction2).
 
     Returns:
         int: the side, a multiple of 32.
     """
+    if toolkit == 'mmaction':
+        return toolkit_facts(toolkit).flops_shape[0]
     return max(64, _query_tokens_size(model_cfg, stages))
 
 
@@ -91,26 +98,32 @@ def _annotations(cfg) -> Dict[str, bool]:
 
 
 def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
-               annotations: Optional[Dict[str, bool]] = None) -> dict:
+               annotations: Optional[Dict[str, bool]] = None, segments: int = 3) -> dict:
     """A generated batch as the toolkit's dataloader gives it: uint8 images, annotations
     drawn at random (at most 3 classes, valid for any head); for mmdet the masks /
-    semantic maps that ``annotations`` (:func:`_annotations`) names.
+    semantic maps that ``annotations`` (:func:`_annotations`) names; for mmaction2 clips
+    of ``segments`` frames (:func:`mmevt.swap.action.action_batch`).
 
     Args:
         toolkit (str): the model's toolkit.
         model_cfg (dict): its ``model`` (for the number of classes).
         size (int): the images' side.
-        batch (int): the number of images. Defaults to 2.
+        batch (int): the number of images (mmaction2: clips). Defaults to 2.
         annotations (dict, optional): ``with_mask`` / ``with_seg`` for mmdet. Defaults to
             None (neither).
+        segments (int): mmaction2's frames a clip (:func:`mmevt.analysis.flops.clip_segments`).
+            Defaults to 3.
 
     Returns:
-        dict: ``inputs`` (``batch`` uint8 tensors of shape ``(3, size, size)``) and
-        ``data_samples``.
+        dict: ``inputs`` (``batch`` uint8 tensors of shape ``(3, size, size)``; mmaction2:
+        ``(segments, 3, size, size)``) and ``data_samples``.
     """
     import torch
-    gen = torch.Generator().manual_seed(0)
     classes = min(3, _num_classes(model_cfg))
+    if toolkit == 'mmaction':
+        from .action import action_batch
+        return action_batch(size, segments, batch, classes)
+    gen = torch.Generator().manual_seed(0)
     inputs = [torch.randint(0, 256, (3, size, size), generator=gen, dtype=torch.uint8)
               for _ in range(batch)]
     if toolkit == 'mmdet':
@@ -179,14 +192,16 @@ def quiet_logger(level: int = logging.WARNING) -> Iterator[None]:
         logger.setLevel(before)
 
 
-def flops_or_none(module, size: Union[int, Tuple[int, int]]) -> Optional[int]:
+def flops_or_none(module, size: Union[int, Tuple[int, int]], frames: int = 1
+                  ) -> Optional[int]:
     """FLOPs (multiply-adds, mmengine's counter: :func:`mmevt.analysis.count_flops`) of
-    ``module`` on a ``(1, 3, size, size)`` input (``(1, 3, H, W)`` for a pair ``(H, W)``);
-    None where the counter fails on it (a count must not hide the smoke test's result)."""
+    ``module`` on a ``(frames, 3, size, size)`` input (``(frames, 3, H, W)`` for a pair
+    ``(H, W)``; ``frames``: a 2D recognizer's backbone runs on every frame of a clip); None
+    where the counter fails on it (a count must not hide the smoke test's result)."""
     height, width = (size, size) if isinstance(size, int) else size
     try:
         with quiet_logger(logging.ERROR):  # it warns of each module the trace did not call
-            return count_flops(module, (1, 3, height, width))
+            return count_flops(module, (frames, 3, height, width))
     except Exception:
         return None
 
@@ -197,7 +212,8 @@ class SmokeTestResult:
     backbone's gradient norm, the number of predictions, the seconds taken, (with
     ``flops``) the whole model's parameters and the backbone's FLOPs, and the training
     batch's ``(H, W)`` (``(size, size)`` but for mmpose, whose pipelines set it; the
-    FLOPs are counted at it)."""
+    FLOPs are counted at it), and for mmaction2 the frames a clip (``segments``: the
+    backbone's FLOPs are a clip's)."""
     size: int
     loss: float
     backbone_grad_norm: float
@@ -206,6 +222,7 @@ class SmokeTestResult:
     params: Optional[int] = None
     backbone_flops: Optional[int] = None
     input_hw: Optional[Tuple[int, int]] = None
+    segments: Optional[int] = None
 
 
 def smoke_test_config(dst: str, size: Optional[int] = None,
@@ -213,7 +230,9 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
                       log: Callable[[str], None] = print) -> SmokeTestResult:
     """Build ``dst`` as a runner does, run one training step (finite loss, non-zero
     gradients in the backbone, optimizer step) and one prediction on a generated batch
-    (for mmpose made by the config's own pipelines: :mod:`~mmevt.swap.pose_batch`).
+    (for mmpose made by the config's own pipelines: :mod:`~mmevt.swap.pose_batch`; for
+    mmaction2 clips ``(2, segments, 3, 224, 224)`` of the training pipeline's segments:
+    :func:`~mmevt.analysis.flops.clip_segments`).
 
     Args:
         dst (str): the swapped config.
@@ -237,7 +256,8 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
     start = time.perf_counter()
     cfg = load_config(dst)
     toolkit = config_toolkit(cfg, dst)
-    size = size or smoke_test_size(cfg.model, stages)
+    size = size or smoke_test_size(cfg.model, stages, toolkit)
+    segments = clip_segments(cfg) if toolkit == 'mmaction' else None
     model_cfg = runner_model_cfg(cfg, toolkit, size)
     torch.manual_seed(0)  # not build_model's seed=: the training step draws from it too
     model = build_model(model_cfg, toolkit)
@@ -251,7 +271,8 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
         from .pose_batch import pose_batches
         batch, predict_batches = pose_batches(cfg, size)
     else:
-        batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg))
+        batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg),
+                           segments=segments or 3)
         predict_batches = [batch]
     with toolkit_scope(toolkit), quiet_logger():
         optim = build_optim_wrapper(model, optim_cfg)
@@ -285,12 +306,16 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
         raise ValueError(f'{dst}: {len(preds)} predictions for {num_images} images')
     height, width = (int(n) for n in batch['inputs'][0].shape[-2:])  # mmpose: its pipeline's
     result = SmokeTestResult(size, float(loss.detach()), grad_norm, len(preds),
-                             time.perf_counter() - start, input_hw=(height, width))
+                             time.perf_counter() - start, input_hw=(height, width),
+                             segments=segments)
     if flops:
         result.params = count_params(model)
-        result.backbone_flops = flops_or_none(model.backbone.eval(), result.input_hw)
-    log(f'check: {height} x {width} batch of {len(preds)}: loss {result.loss:.4g}, backbone '
-        f'gradient norm {grad_norm:.3g}, {len(preds)} predictions ({result.seconds:.1f} s)')
+        result.backbone_flops = flops_or_none(model.backbone.eval(), result.input_hw,
+                                              segments or 1)
+    clips = f' clips of {segments} segments' if segments else ''
+    log(f'check: {height} x {width} batch of {len(preds)}{clips}: loss {result.loss:.4g}, '
+        f'backbone gradient norm {grad_norm:.3g}, {len(preds)} predictions '
+        f'({result.seconds:.1f} s)')
     return result
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Params and FLOPs of any mmdet / mmseg / mmpretrain config, without a dataset.
+"""Params and FLOPs of any mmdet / mmseg / mmpretrain / mmpose / mmaction2 config, without a
+dataset.
 
     python tools/analysis/get_flops.py CONFIG                # the toolkit's usual size
     python tools/analysis/get_flops.py CONFIG --shape 800 1344
@@ -9,8 +10,9 @@
 Counts like the toolkits' own ``get_flops.py`` (mmengine's ``FlopAnalyzer``: one FLOP per
 multiply-add, G = 1e9, as mmdet's tool prints), with scaled-dot-product attention counted
 (``import mmevt`` registers it), on one random image of ``--shape`` (default: 800 x 1280 for
-detection, 512 x 2048 for segmentation, 224 x 224 for classification; padded as the
-config's data preprocessor pads), no dataset needed. Prints the whole model and its
+detection, 512 x 2048 for segmentation, 224 x 224 for classification, 256 x 192 for pose;
+padded as the config's data preprocessor pads; for an mmaction2 2D recognizer one clip of
+the config's segments, each 224 x 224), no dataset needed. Prints the whole model and its
 backbone, neck and heads (the rest). The forward pass is the toolkits' ``mode='tensor'``
 one: no post-processing, no auxiliary heads; a two-stage detector's RoI heads cost what the
 proposals its RPN keeps cost (their number is printed). Works on mmseg configs too, where
@@ -36,10 +38,10 @@ def main(argv=None) -> None:
     from mmengine.config import DictAction
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('configs', nargs='+', metavar='CONFIG',
-                        help='mmdet / mmseg / mmpretrain config files')
+                        help='mmdet / mmseg / mmpretrain / mmpose / mmaction2 config files')
     parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
                         help='input size; default 800 1280 (det), 512 2048 (seg), 224 224 '
-                             '(cls)')
+                             '(cls; a frame of an action clip), 256 192 (pose)')
     parser.add_argument('--features-only', action='store_true',
                         help='count extract_feat only (backbone + neck)')
     parser.add_argument('--device', default='cpu', help="where to count (default: 'cpu')")
@@ -63,8 +65,8 @@ def main(argv=None) -> None:
             cfg.merge_from_dict(args.cfg_options)
         result = results[path] = config_complexity(cfg, args.shape, args.device,
                                                    args.features_only)
-        h, w = result['shape']
-        print(f"{path}: {result['scope']}, input 1 x 3 x {h} x {w} (H x W)")
+        shape = ' x '.join(str(d) for d in result['input_shape'])
+        print(f"{path}: {result['scope']}, input {shape}")
         print("counter: mmengine's FlopAnalyzer (as the toolkits' get_flops.py) + mmevt's "
               'scaled_dot_product_attention handle; 1 FLOP = 1 multiply-add, G = 1e9')
         print(table(result))
