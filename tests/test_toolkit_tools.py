@@ -25,7 +25,8 @@ SEM_FPN = osp.join(CONFIGS, 'seg', 'sem_fpn', 'fpn_evt-t_8xb2-80k_ade20k-512x512
 POSE_DEMO = osp.join(CONFIGS, 'demo', 'td-hm_evt-test_figures-128x96.py')
 ALL_CONFIGS = sorted(glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=True))
 # the configs that name a `pkg::` base themselves (every other config inherits one of them)
-PKG_ROOTS = ['cls/evt-swin/evt-swin-t_16xb64_in1k.py', 'cls/evt/evt-t_8xb128_in1k.py',
+PKG_ROOTS = ['action/tsn/tsn_evt-t_8xb32-1x1x3-100e_kinetics400-rgb.py',
+             'cls/evt-swin/evt-swin-t_16xb64_in1k.py', 'cls/evt/evt-t_8xb128_in1k.py',
              'det/cascade_rcnn/cascade-mask-rcnn_evt-t_fpn_ms-3x_coco.py',
              'det/mask_rcnn/mask-rcnn_evt-t_fpn_1x_coco.py',
              'det/retinanet/retinanet_evt-t_fpn_1x_coco.py',
@@ -47,6 +48,10 @@ runpy.run_path(tool, run_name='__main__')
 
 def _mmpose_installed() -> bool:
     return importlib.util.find_spec('mmpose') is not None
+
+
+def _mmaction_installed() -> bool:
+    return importlib.util.find_spec('mmaction') is not None
 
 
 # ------------------------------------------------------------------ the configs (static)
@@ -121,6 +126,11 @@ def test_configs_dump_and_reload(rel, tmp_path):
         with pytest.raises(ModuleNotFoundError, match='mmpose is not installed'):
             load_config(path)
         return
+    if rel.startswith('action/') and not _mmaction_installed():
+        assert current_stack() == 'fork', 'mmaction2 is missing from the upstream stack'
+        with pytest.raises(ModuleNotFoundError, match='mmaction2 is not installed'):
+            load_config(path)
+        return
     cfg = load_config(path)
     text = cfg.pretty_text
     assert 'import_mmevt' not in text and '__import__' not in text
@@ -150,7 +160,8 @@ print('REPORT ' + json.dumps(out))
 
 @pytest.mark.e2e
 def test_pkg_bases_resolve_without_pkg_resources_only_after_the_import_base(tmp_path):
-    toolkits = ['mmdet', 'mmseg', 'mmpretrain'] + (['mmpose'] if _mmpose_installed() else [])
+    toolkits = ['mmdet', 'mmseg', 'mmpretrain'] + (['mmpose'] if _mmpose_installed() else []) + (
+        ['mmaction'] if _mmaction_installed() else [])
     plain = []
     for toolkit in toolkits:
         plain.append((toolkit, write_config(
