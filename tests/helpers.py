@@ -118,6 +118,45 @@ def current_stack() -> str:
     return stack
 
 
+# The toolkits on the upstream stack only (no fork of either: docs/pose.md, docs/action.md):
+# module -> the distribution its "is not installed" errors name
+UPSTREAM_ONLY_TOOLKITS = {'mmpose': 'mmpose', 'mmaction': 'mmaction2'}
+# our configs that need one of them, by path prefix (their folders and the demos inheriting)
+UPSTREAM_ONLY_CONFIGS = {
+    (osp.join(CONFIGS, 'pose') + osp.sep, osp.join(CONFIGS, 'demo', 'td-')): 'mmpose',
+    (osp.join(CONFIGS, 'action') + osp.sep, osp.join(CONFIGS, 'demo', 'tsn_')): 'mmaction',
+}
+
+
+def upstream_only_toolkit(path: str):
+    """The upstream-only toolkit the config ``path`` of ours needs, or None."""
+    path = osp.abspath(path)
+    return next((t for prefixes, t in UPSTREAM_ONLY_CONFIGS.items()
+                 if path.startswith(prefixes)), None)
+
+
+def refused_where_missing(toolkit: str, config: str) -> bool:
+    """Whether the upstream-only ``toolkit`` is missing; then this must be the fork stack, and
+    loading ``config`` (a config needing it) is checked to be refused naming it."""
+    if importlib.util.find_spec(toolkit) is not None:
+        return False
+    import pytest
+    assert current_stack() == 'fork', f'{toolkit} is missing from the upstream stack'
+    with pytest.raises(ModuleNotFoundError,
+                       match=f'{UPSTREAM_ONLY_TOOLKITS[toolkit]} is not installed'):
+        load_config(config)
+    return True
+
+
+def unscoped(value):
+    """``value`` without the ``_scope_`` keys mmengine adds to a ``pkg::`` base's dicts."""
+    if isinstance(value, dict):
+        return {k: unscoped(v) for k, v in value.items() if k != '_scope_'}
+    if isinstance(value, (list, tuple)):
+        return type(value)(unscoped(v) for v in value)
+    return value
+
+
 # Prepended to a subprocess script: `import pkg_resources` fails as on setuptools >= 82,
 # whatever this venv's setuptools is.
 BLOCK_PKG_RESOURCES = '''

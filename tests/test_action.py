@@ -1,6 +1,5 @@
 """mmaction2 (upstream only): the TSN configs, mmevt's wheel of mmaction2 1.2.0, the generated
 rawframes and the TSN demo end to end with mmaction2's own tools/train.py and tools/test.py."""
-import importlib.util
 import os
 import os.path as osp
 import re
@@ -9,7 +8,8 @@ from importlib import metadata
 import pytest
 import torch
 
-from helpers import CONFIGS, current_stack, load_config, load_tool, run_tool, write_config
+from helpers import (CONFIGS, load_config, load_tool, refused_where_missing, run_tool,
+                     unscoped, write_config)
 
 TSN = osp.join(CONFIGS, 'action', 'tsn')
 EVT_T = osp.join(TSN, 'tsn_evt-t_8xb32-1x1x3-100e_kinetics400-rgb.py')
@@ -18,31 +18,12 @@ RECIPE = ('mmaction::recognition/tsn/custom_backbones/'
 DEMO = osp.join(CONFIGS, 'demo', 'tsn_evt-test_1x1x3_moving-shapes-64x64.py')
 
 
-def _mmaction_installed() -> bool:
-    """Whether mmaction2 is here; it is absent only on the fork stack (mmaction2 1.2.0 asserts
-    mmcv < 2.2.0 and has no fork: docs/action.md), where a TSN config is refused naming it."""
-    if importlib.util.find_spec('mmaction') is not None:
-        return True
-    assert current_stack() == 'fork', 'mmaction2 is missing from the upstream stack'
-    with pytest.raises(ModuleNotFoundError, match='mmaction2 is not installed'):
-        load_config(EVT_T)
-    return False
-
-
-def _unscoped(value):
-    if isinstance(value, dict):
-        return {k: _unscoped(v) for k, v in value.items() if k != '_scope_'}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_unscoped(v) for v in value)
-    return value
-
-
 # ------------------------------------------------------------------ configs
 def test_config_is_mmaction2s_tsn_recipe_with_the_backbone_swapped():
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.swap import load_src
-    ours, recipe = (_unscoped(c.to_dict()) for c in (load_config(EVT_T), load_src(RECIPE)))
+    ours, recipe = (unscoped(c.to_dict()) for c in (load_config(EVT_T), load_src(RECIPE)))
     for cfg in (ours, recipe):
         cfg.pop('custom_imports', None)
         cfg.pop('pretrained', None)  # ours: the backbone checkpoint's name
@@ -59,7 +40,7 @@ def test_config_is_mmaction2s_tsn_recipe_with_the_backbone_swapped():
 
 
 def test_tsn_reads_evts_stride_32_map_of_every_segment():
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.toolkits import build_model
     cfg = load_config(EVT_T)
@@ -75,7 +56,7 @@ def test_tsn_reads_evts_stride_32_map_of_every_segment():
 
 # ------------------------------------------------------------------ mmevt's mmaction2 wheel
 def test_mmaction2_is_mmevts_wheel_and_every_file_is_in_its_record():
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     import mmaction
     dist = metadata.distribution('mmaction2')
@@ -100,7 +81,7 @@ def test_mmaction2_is_mmevts_wheel_and_every_file_is_in_its_record():
 
 
 def test_drn_stand_in_imports_and_refuses_to_build():
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     import mmaction.models  # noqa: F401  failed on mmaction2 1.2.0 as released
     from mmaction.registry import MODELS
@@ -111,7 +92,7 @@ def test_drn_stand_in_imports_and_refuses_to_build():
 
 def test_video_files_decode_beside_numpy_2(tmp_path):
     # mmaction2's own video path (DecordInit, SampleFrames, DecordDecode) with decord 0.6.0
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     import cv2
     import numpy as np
@@ -168,7 +149,7 @@ def test_generator_command_line_writes_rawframes(tmp_path, capsys):
 
 
 def test_generated_rawframes_load_in_mmaction2s_rawframe_dataset(tmp_path):
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.datasets import generate_rawframes
     from mmevt.toolkits import toolkit_scope
@@ -207,7 +188,7 @@ def _top1(log: str) -> float:
 
 @pytest.mark.e2e
 def test_demo_learns_with_mmaction2s_own_train_and_test_tools(tmp_path):
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from scipy.stats import binom
 
@@ -286,7 +267,7 @@ def test_clip_segments_are_the_training_pipelines_frames():
     top_level = [dict(type='mmaction.SampleFrames', clip_len=1, num_clips=8)]
     assert clip_segments(Config(dict(train_pipeline=top_level))) == 8
     assert clip_segments(Config(dict(model=dict(type='Recognizer2D')))) == DEFAULT_SEGMENTS == 3
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.swap import load_src
     assert clip_segments(load_config(EVT_T)) == 3
@@ -296,7 +277,7 @@ def test_clip_segments_are_the_training_pipelines_frames():
 
 
 def test_swapped_tsn_takes_mmpretrain_evt_and_its_head_reads_the_last_map(tmp_path):
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.swap import swap_config
     from mmevt.toolkits import build_model
@@ -329,7 +310,7 @@ def test_swapped_tsn_takes_mmpretrain_evt_and_its_head_reads_the_last_map(tmp_pa
 
 @pytest.mark.parametrize('name', list(REFUSED))
 def test_what_a_2d_evt_cannot_replace_is_refused_naming_it(name, tmp_path):
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.swap import swap_config
     src, reason = REFUSED[name]
@@ -341,7 +322,7 @@ def test_what_a_2d_evt_cannot_replace_is_refused_naming_it(name, tmp_path):
 
 def test_a_temporal_backbone_is_found_by_its_num_segments(monkeypatch):
     # the refusal does not rest on the table of known names: ResNetTSM takes num_segments
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.swap import action
     monkeypatch.setattr(action, 'TEMPORAL_BACKBONES', {})
@@ -355,7 +336,7 @@ def test_a_temporal_backbone_is_found_by_its_num_segments(monkeypatch):
 
 def test_a_generated_clip_batch_trains_the_swapped_tsn():
     # the smoke test's batch: what mmaction2's dataloader gives a 2D recognizer
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmaction.structures import ActionDataSample
 
@@ -368,7 +349,7 @@ def test_a_generated_clip_batch_trains_the_swapped_tsn():
 
 
 def test_flops_of_the_tsn_config_are_a_clip_of_its_segments():
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.analysis import analyze_flops, config_complexity, count_params
     from mmevt.analysis.flops import build_from_config
@@ -394,7 +375,7 @@ def test_flops_of_the_tsn_config_are_a_clip_of_its_segments():
 
 
 def test_flops_of_a_3d_recognizer_are_refused():
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     from mmevt.analysis import config_complexity
     from mmevt.swap import load_src
@@ -413,7 +394,7 @@ def test_swap_check_and_the_flops_tools_agree_on_tsn(tmp_path):
     """``mmevt-swap --check`` on mmaction2's TSN R50 trains a step on 3-segment clips and
     counts a clip's backbone FLOPs; mmaction2's own get_flops.py counts the same on SRC and
     on our EVT-T TSN config, and our tools/analysis/get_flops.py the same on DST."""
-    if not _mmaction_installed():
+    if refused_where_missing('mmaction', EVT_T):
         return
     import json
 

@@ -5,7 +5,7 @@ import os.path as osp
 
 import pytest
 
-from helpers import CONFIGS, current_stack, load_config
+from helpers import CONFIGS, load_config, refused_where_missing, upstream_only_toolkit
 from mmevt.toolkits import TOOLKITS
 
 # configs/*/_base_/ hold shared recipe pieces (e.g. the 3x ms-crop pipeline), not models;
@@ -16,12 +16,6 @@ ALL = sorted(p for p in glob.glob(osp.join(CONFIGS, '**', '*.py'), recursive=Tru
 BASES = sorted(p for p in glob.glob(osp.join(CONFIGS, '*', '_base_', '*.py'))
                if not p.startswith(DEPLOY))
 
-# mmpose and mmaction2 are on the upstream stack only (no fork of either: docs/pose.md,
-# docs/action.md); their configs and demos (configs/demo/td-*, tsn_*, inheriting them) need
-# them: by path prefix, what the error on the fork names
-UPSTREAM_ONLY = {(osp.join(CONFIGS, 'pose') + osp.sep, osp.join(CONFIGS, 'demo', 'td-')): 'mmpose',
-                 (osp.join(CONFIGS, 'action') + osp.sep, osp.join(CONFIGS, 'demo', 'tsn_')):
-                 'mmaction2'}
 
 
 def test_shared_recipe_pieces_are_used():
@@ -39,11 +33,10 @@ def _registry(scope):
 
 @pytest.mark.parametrize('path', ALL, ids=[osp.relpath(p, CONFIGS) for p in ALL])
 def test_config_builds_and_channels_match(path):
-    needs = [module for prefixes, module in UPSTREAM_ONLY.items() if path.startswith(prefixes)]
-    if needs and current_stack() == 'fork':
-        # no fork of it exists: on the fork the config says what it needs when loaded
-        with pytest.raises(ModuleNotFoundError, match=f'{needs[0]} is not installed'):
-            load_config(path)
+    # mmpose's and mmaction2's configs: on the fork (no fork of either) the config says
+    # what it needs when loaded
+    toolkit = upstream_only_toolkit(path)
+    if toolkit and refused_where_missing(toolkit, path):
         return
     cfg = load_config(path)
     assert cfg.custom_imports == dict(imports=['mmevt'], allow_failed_imports=False)

@@ -1,6 +1,5 @@
 """mmpose: the top-down heatmap configs, EVT at pose input sizes, the generated keypoint data
 and the pose demo end to end with mmpose's own tools/train.py and tools/test.py."""
-import importlib.util
 import json
 import os.path as osp
 import re
@@ -8,7 +7,8 @@ import re
 import pytest
 import torch
 
-from helpers import CONFIGS, current_stack, load_config, load_tool, run_tool, write_config
+from helpers import (CONFIGS, load_config, load_tool, refused_where_missing, run_tool,
+                     unscoped, write_config)
 
 POSE = osp.join(CONFIGS, 'pose', 'topdown_heatmap')
 EVT_T = osp.join(POSE, 'td-hm_evt-t_8xb32-210e_coco-256x192.py')
@@ -18,28 +18,8 @@ SWIN_T = ('mmpose::body_2d_keypoint/topdown_heatmap/coco/'
 DEMO = osp.join(CONFIGS, 'demo', 'td-hm_evt-test_figures-128x96.py')
 
 
-def _mmpose_installed() -> bool:
-    """Whether mmpose is here; it is absent only on the fork stack (no fork of mmpose
-    exists: docs/pose.md), where a pose config is checked to be refused naming mmpose."""
-    if importlib.util.find_spec('mmpose') is not None:
-        return True
-    assert current_stack() == 'fork', 'mmpose is missing from the upstream stack'
-    with pytest.raises(ModuleNotFoundError, match='mmpose is not installed'):
-        load_config(EVT_T)
-    return False
-
-
-def _unscoped(value):
-    """``value`` without the ``_scope_`` keys mmengine adds to a ``pkg::`` base's dicts."""
-    if isinstance(value, dict):
-        return {k: _unscoped(v) for k, v in value.items() if k != '_scope_'}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_unscoped(v) for v in value)
-    return value
-
-
 def _without_model(cfg) -> dict:
-    out = _unscoped(cfg.to_dict())
+    out = unscoped(cfg.to_dict())
     out.pop('model')
     out.pop('custom_imports', None)
     out.pop('pretrained', None)  # ours: the backbone checkpoint's name
@@ -47,12 +27,12 @@ def _without_model(cfg) -> dict:
 
 
 def test_configs_are_mmposes_swin_t_recipe_with_the_backbone_swapped():
-    if not _mmpose_installed():
+    if refused_where_missing('mmpose', EVT_T):
         return
     from mmevt.swap import load_src
     ours, swin = load_config(EVT_T), load_src(SWIN_T)
     assert _without_model(ours) == _without_model(swin)  # schedule, data, codec, hooks
-    model, theirs = _unscoped(ours.model.to_dict()), _unscoped(swin.model.to_dict())
+    model, theirs = unscoped(ours.model.to_dict()), unscoped(swin.model.to_dict())
     assert model.pop('backbone') == dict(
         type='EVT', arch='evt-t', drop_path_rate=0.1, out_indices=(3, ),
         norm_cfg=dict(type='SyncBN', requires_grad=True),
@@ -81,7 +61,7 @@ def test_backbone_contract_at_pose_input_sizes(size, expected):
 
 
 def test_a_loss_step_reaches_every_backbone_parameter():
-    if not _mmpose_installed():
+    if refused_where_missing('mmpose', EVT_T):
         return
     from mmevt.swap.pose_batch import pose_batches
     from mmevt.toolkits import build_model, toolkit_scope
@@ -139,7 +119,7 @@ def test_generator_command_line_writes_keypoints(tmp_path, capsys):
 
 
 def test_generated_keypoints_load_in_mmposes_coco_dataset(tmp_path):
-    if not _mmpose_installed():
+    if refused_where_missing('mmpose', EVT_T):
         return
     from mmevt.datasets import generate_keypoints
     from mmevt.toolkits import toolkit_scope
@@ -187,7 +167,7 @@ def _coco_ap(log: str) -> float:
 
 @pytest.mark.e2e
 def test_demo_learns_with_mmposes_own_train_and_test_tools(tmp_path):
-    if not _mmpose_installed():
+    if refused_where_missing('mmpose', EVT_T):
         return
     from mmevt.apis import toolkit_tool_path
     from mmevt.datasets import generate_keypoints

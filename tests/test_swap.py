@@ -11,7 +11,8 @@ import re
 
 import pytest
 import yaml
-from helpers import REPO, current_stack, load_config, run_tool, toolkit_tool_env, write_config
+from helpers import (REPO, UPSTREAM_ONLY_TOOLKITS, current_stack, load_config, run_tool,
+                     toolkit_tool_env, write_config)
 
 from mmevt.swap import (BackboneOutputs, check_config, concatenated_outputs, family_config,
                         map_outputs, remap_channels, remap_featuremap_size, smoke_test_config,
@@ -26,21 +27,16 @@ def _quiet(_msg):
     pass
 
 
-# The toolkits absent from the fork stack, as mmengine names their distributions: mmpose and
-# mmaction2 have no fork (docs/pose.md, docs/action.md).
-NOT_ON_THE_FORK = {'mmpose': 'mmpose', 'mmaction': 'mmaction2'}
-
-
 def _refused_on_the_fork(src, tmp_path) -> bool:
     """True where SRC's toolkit is not installed: only mmpose and mmaction2 on the fork,
     checked here, where the swap must refuse SRC naming it."""
     toolkit = src.split('::')[0]
     if importlib.util.find_spec(toolkit) is not None:
         return False
-    assert toolkit in NOT_ON_THE_FORK and current_stack() == 'fork', \
+    assert toolkit in UPSTREAM_ONLY_TOOLKITS and current_stack() == 'fork', \
         f'{toolkit} is not installed'
-    with pytest.raises(ValueError,
-                       match=rf"SRC '{toolkit}::.*{NOT_ON_THE_FORK[toolkit]} is not installed"):
+    with pytest.raises(ValueError, match=rf"SRC '{toolkit}::.*"
+                                         rf"{UPSTREAM_ONLY_TOOLKITS[toolkit]} is not installed"):
         _swap(src, tmp_path)
     return True
 

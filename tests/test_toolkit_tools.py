@@ -16,7 +16,8 @@ import os.path as osp
 
 import pytest
 
-from helpers import (BLOCK_PKG_RESOURCES, CONFIGS, current_stack, load_config, run_tool,
+from helpers import (BLOCK_PKG_RESOURCES, CONFIGS, UPSTREAM_ONLY_TOOLKITS, current_stack,
+                     load_config, refused_where_missing, run_tool, upstream_only_toolkit,
                      write_config)
 
 IMPORT_BASE = osp.join(CONFIGS, '_base_', 'import_mmevt.py')
@@ -44,14 +45,6 @@ sys.path[0] = os.path.dirname(tool)
 assert 'mmevt' not in sys.modules
 runpy.run_path(tool, run_name='__main__')
 '''
-
-
-def _mmpose_installed() -> bool:
-    return importlib.util.find_spec('mmpose') is not None
-
-
-def _mmaction_installed() -> bool:
-    return importlib.util.find_spec('mmaction') is not None
 
 
 # ------------------------------------------------------------------ the configs (static)
@@ -121,15 +114,8 @@ def test_configs_dump_and_reload(rel, tmp_path):
     # runners dump the parsed config to work_dir; the import base leaves no trace in it
     from mmengine.config import Config
     path = osp.join(CONFIGS, rel)
-    if rel.startswith('pose/') and not _mmpose_installed():
-        assert current_stack() == 'fork', 'mmpose is missing from the upstream stack'
-        with pytest.raises(ModuleNotFoundError, match='mmpose is not installed'):
-            load_config(path)
-        return
-    if rel.startswith('action/') and not _mmaction_installed():
-        assert current_stack() == 'fork', 'mmaction2 is missing from the upstream stack'
-        with pytest.raises(ModuleNotFoundError, match='mmaction2 is not installed'):
-            load_config(path)
+    toolkit = upstream_only_toolkit(path)
+    if toolkit and refused_where_missing(toolkit, path):  # mmpose, mmaction2 on the fork
         return
     cfg = load_config(path)
     text = cfg.pretty_text
@@ -160,8 +146,8 @@ print('REPORT ' + json.dumps(out))
 
 @pytest.mark.e2e
 def test_pkg_bases_resolve_without_pkg_resources_only_after_the_import_base(tmp_path):
-    toolkits = ['mmdet', 'mmseg', 'mmpretrain'] + (['mmpose'] if _mmpose_installed() else []) + (
-        ['mmaction'] if _mmaction_installed() else [])
+    toolkits = ['mmdet', 'mmseg', 'mmpretrain'] + [
+        t for t in UPSTREAM_ONLY_TOOLKITS if importlib.util.find_spec(t) is not None]
     plain = []
     for toolkit in toolkits:
         plain.append((toolkit, write_config(
@@ -252,12 +238,8 @@ FAMILIES = dict(mmdet=_det, mmseg=_seg, mmpretrain=_cls, mmpose=_pose)
 @pytest.mark.e2e
 @pytest.mark.parametrize('toolkit', list(FAMILIES))
 def test_toolkit_own_train_and_test_without_pkg_resources(toolkit, shapes_root, tmp_path):
-    if toolkit == 'mmpose' and not _mmpose_installed():
-        # no fork of mmpose exists (docs/pose.md): the config says what it needs
-        assert current_stack() == 'fork', 'mmpose is missing from the upstream stack'
-        with pytest.raises(ModuleNotFoundError, match='mmpose is not installed'):
-            load_config(POSE_DEMO)
-        return
+    if toolkit == 'mmpose' and refused_where_missing('mmpose', POSE_DEMO):
+        return  # no fork of mmpose exists (docs/pose.md): the config says what it needs
     cfg, work, options, trained, metrics = FAMILIES[toolkit](tmp_path, shapes_root)
     log = _own_tool(toolkit, 'train', cfg, '--work-dir', work,
                     *(['--cfg-options', *options] if options else []))
