@@ -19,7 +19,6 @@ PyPI's, and pip's RECORD lists every file it installs (a clean ``pip uninstall``
 """
 import os
 import os.path as osp
-import re
 import shutil
 import subprocess
 import sys
@@ -93,6 +92,6 @@ def build(sdist: str, wheel_dir: str) -> str:
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 3 or not re.search(r'\.tar\.gz$', sys.argv[1]):
+    if len(sys.argv) != 3 or not sys.argv[1].endswith('.tar.gz'):
         sys.exit(__doc__.split('\n\n')[1])
     print(build(sys.argv[1], sys.argv[2]))
