@@ -5,7 +5,8 @@ from importlib import metadata
 from typing import List
 
 # distributions worth naming in a report, beside each stack's own (mmevt.stack.STACKS)
-OTHERS = ('torch', 'torchvision', 'setuptools', 'numpy', 'mmdeploy', 'onnxruntime', 'fvcore')
+OTHERS = ('torch', 'torchvision', 'setuptools', 'numpy', 'mmdeploy', 'onnxruntime', 'fvcore',
+          'shapely', 'faster_coco_eval')
 
 
 def report() -> List[str]:
@@ -15,8 +16,8 @@ def report() -> List[str]:
     lines = [f'mmevt {mmevt.__version__} ({mmevt.__file__})',
              f'Python {platform.python_version()} ({sys.executable})',
              f'stack: {stack.detect_stack() or "unknown (no single mmengine distribution)"}']
-    # each stack's tested distributions, then the toolkits only one stack has (mmpose,
-    # mmaction2), then the others; each once
+    # each stack's tested distributions, then the toolkits beyond them (mmpose, mmaction2,
+    # and mmrotate under its stack's name), then the others; each once
     names = dict.fromkeys([d for s in stack.STACKS.values() for d in s.tested]
                           + [t.dist for ts in stack.TOOLKIT_MMCV.values() for t in ts]
                           + list(OTHERS))

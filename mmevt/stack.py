@@ -72,6 +72,10 @@ TOOLKIT_MMCV: Dict[str, Tuple[ToolkitRange, ...]] = {
         ToolkitRange('mmaction', 'mmaction2', '2.0.0rc4', '2.2.0',
                      'mmaction2 1.2.0 asserts mmcv>=2.0.0rc4,<2.2.0 at import '
                      '(mmaction/__init__.py:8-19)'),
+        # '<= 2.1.0' in its assert: 2.1.1 would be the first refused release
+        ToolkitRange('mmrotate', 'mmrotate-dev', '2.0.0rc4', '2.1.1',
+                     'mmrotate-dev 1.0.1 asserts mmcv>=2.0.0rc4,<=2.1.0 at import '
+                     '(mmrotate/__init__.py:9-17)'),
     ),
     'fork': (  # no fork of mmpose or mmaction2
         ToolkitRange('mmdet', 'onedl-mmdetection', '2.0.0', None,
@@ -85,6 +89,10 @@ TOOLKIT_MMCV: Dict[str, Tuple[ToolkitRange, ...]] = {
         ToolkitRange('mmpretrain', 'onedl-mmpretrain', '2.0.0', '2.4.0',
                      'onedl-mmpretrain 1.3.6 asserts mmcv>=2.0.0,<2.4.0 at import '
                      '(mmpretrain/__init__.py:9-20)'),
+        ToolkitRange('mmrotate', 'onedl-mmrotate', None, None,
+                     'onedl-mmrotate 1.2.1 requires onedl-mmcv, unversioned (its mminstall '
+                     'extra, pyproject.toml:99-100); no mmcv assert at import '
+                     '(mmrotate/__init__.py)'),
     ),
 }
 

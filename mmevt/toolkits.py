@@ -26,13 +26,15 @@ class Toolkit(NamedTuple):
 # shapes are the sizes the papers quote: COCO 1280 x 800 (Swin, RMT, EVT), ADE20K UperNet /
 # Semantic FPN 2048 x 512 (Swin, RMT), ImageNet 224, COCO keypoints 256 x 192 (mmpose's
 # top-down configs, as its get_flops.py defaults to); video recognition (mmaction2's 2D
-# recognizers) ImageNet's 224 x 224 a frame, as its TSN / TSM recipes crop.
+# recognizers) ImageNet's 224 x 224 a frame, as its TSN / TSM recipes crop; rotated detection
+# (mmrotate) DOTA's 1024 x 1024 patches (its recipes split and resize to them).
 TOOLKIT_TABLE: Dict[str, Toolkit] = {
     'mmdet': Toolkit(128, (800, 1280)),
     'mmseg': Toolkit(128, (512, 2048)),
     'mmpretrain': Toolkit(224, (224, 224)),
     'mmpose': Toolkit(224, (256, 192)),
     'mmaction': Toolkit(224, (224, 224)),
+    'mmrotate': Toolkit(128, (1024, 1024)),
 }
 TOOLKITS = tuple(TOOLKIT_TABLE)
 # Another OpenMMLab 2.x toolkit (its MODELS a child of mmengine's root, so EVT resolves)

@@ -37,7 +37,7 @@ mmengine_spec=${prefix}mmengine==$(pin "${prefix}mmengine" "$req/$stack.txt")
 py=$venv/bin/python
 
 # Everything that decides the environment's contents; a change re-runs the installs.
-want=$(cat "$req"/{torch,runtime,tests,no-deps,pose-upstream,action-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0" "$repo/tools/build_mmaction2_wheel.py" $(find "$repo/tools/patches" -type f -name '*.py' | sort); echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
+want=$(cat "$req"/{torch,runtime,tests,no-deps,pose-upstream,action-upstream,rotate-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0" "$repo/tools/build_mmaction2_wheel.py" $(find "$repo/tools/patches" -type f -name '*.py' | sort); echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
 want_hash=$(printf '%s' "$want" | sha256sum | cut -c1-16)
 stamp=$venv/.mmevt-env
 
@@ -129,7 +129,7 @@ fi
 log "installing the $stack toolkits, test tools and mmevt"
 pipi -q -c "$constraints" -r "$req/$stack.txt" -r "$req/runtime.txt" -r "$req/tests.txt"
 pipi -q -c "$constraints" --no-deps -r "$req/no-deps.txt"  # why: see that file
-if [[ $stack == upstream ]]; then  # mmpose, mmaction2: why upstream only and why so, see their files
+if [[ $stack == upstream ]]; then  # mmpose, mmaction2, mmrotate-dev: why so, see their files
   log "installing mmpose (xtcocotools built from source against this venv's numpy)"
   pose_req=$req/pose-upstream.txt
   pipi -q -c "$constraints" json_tricks munkres
@@ -153,6 +153,10 @@ if [[ $stack == upstream ]]; then  # mmpose, mmaction2: why upstream only and wh
   # forced: a changed stand-in keeps the version label
   pipi -q --no-deps --force-reinstall "$tools_dir"/wheels/mmaction2-"$mmaction_ver"+mmevt1-*.whl
   rm -rf "$tools_dir"
+  # mmrotate: upstream's dev-1.x as republished, pinned by its hash (see that file); the
+  # fork's onedl-mmrotate is in fork.txt
+  log "installing mmrotate-dev (open-mmlab/mmrotate's dev-1.x, republished)"
+  pipi -q --no-deps --require-hashes -r "$req/rotate-upstream.txt"
 fi
 pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"
 # wheels the tests install into temporary directories, never into this venv: an upstream

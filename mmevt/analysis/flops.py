@@ -135,8 +135,9 @@ def padded_shape(cfg, shape: Sequence[int]) -> Tuple[int, int]:
 
 
 def _data_samples(scope: str, hw: Tuple[int, int]) -> Optional[list]:
-    """One data sample carrying the image metas a detector's RPN reads, else None."""
-    if scope != 'mmdet':
+    """One data sample carrying the image metas a detector's RPN reads (mmdet's and
+    mmrotate's detectors), else None."""
+    if scope not in ('mmdet', 'mmrotate'):
         return None
     from mmdet.structures import DetDataSample
     return [DetDataSample(metainfo=dict(img_shape=hw, ori_shape=hw, pad_shape=hw,
@@ -168,8 +169,8 @@ def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 
     """Params and FLOPs of a config's model on one input, whole and by part.
 
     Args:
-        cfg (mmengine.Config): a det / seg / cls / pose config, or an mmaction2 2D
-            recognizer's (its clips' frames: :func:`clip_segments`).
+        cfg (mmengine.Config): a det / seg / cls / pose / rotated-detection config, or an
+            mmaction2 2D recognizer's (its clips' frames: :func:`clip_segments`).
         shape (tuple[int, int], optional): input ``(H, W)`` (a frame's, for mmaction2),
             padded as the config's data preprocessor pads (see :func:`padded_shape`).
             Defaults to None (:data:`DEFAULT_SHAPES` of the config's toolkit).

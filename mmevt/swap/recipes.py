@@ -29,10 +29,12 @@ FAMILY_CONFIGS = {
     'cls': 'cls/*/{arch}_*xb*_in1k.py',
     'pose': 'pose/topdown_heatmap/td-hm_{arch}_8xb32-210e_coco-256x192.py',
     'action': 'action/tsn/tsn_{arch}_8xb32-1x1x3-100e_kinetics400-rgb.py',
+    'rotated': 'rotated/oriented_rcnn/oriented-rcnn-le90_{arch}_fpn_1x_dota.py',
 }
 # Where a family's optimizer comes from when it is not our AdamW (named in DST's comment).
 FOREIGN_OPTIMIZERS = {'pose': "mmpose's Swin-T recipe",
-                      'action': "mmaction2's TSN recipe for a transformer backbone"}
+                      'action': "mmaction2's TSN recipe for a transformer backbone",
+                      'rotated': "mmrotate's Swin-T DOTA recipe"}
 # The arch whose config holds a family's shared recipe (the other sizes inherit it).
 SHARED_RECIPE_ARCH = 'evt-t'
 # Query-based models: set-prediction decoders whose AdamW recipes (backbone lr x0.1,
@@ -66,12 +68,15 @@ def recipe_family(model_cfg: dict, toolkit: str) -> Optional[str]:
     detectors), no RoI head -> ``retinanet`` (dense one-stage heads); mmseg: an FPN neck ->
     ``sem_fpn``, else ``upernet`` (heads on the backbone's maps); mmpretrain -> ``cls``;
     mmpose: a top-down model -> ``pose``, None for bottom-up ones; mmaction2 (its 2D
-    recognizers; the others are refused) -> ``action``.
+    recognizers; the others are refused) -> ``action``; mmrotate -> ``rotated`` (mmrotate's
+    Swin-T recipes, one optimizer for every detector).
     """
     if toolkit == 'mmpretrain':
         return 'cls'
     if toolkit == 'mmaction':
         return 'action'
+    if toolkit == 'mmrotate':
+        return 'rotated'
     if toolkit == 'mmpose':
         return 'pose' if model_cfg.get('type') in TOPDOWN_POSE_MODELS else None
     heads = [h for k in HEAD_KEYS for h in as_list(model_cfg.get(k)) if isinstance(h, dict)]

@@ -98,11 +98,13 @@ def _annotations(cfg) -> Dict[str, bool]:
 
 
 def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
-               annotations: Optional[Dict[str, bool]] = None, segments: int = 3) -> dict:
+               annotations: Optional[Dict[str, bool]] = None, segments: int = 3,
+               box_type: str = 'rbox') -> dict:
     """A generated batch as the toolkit's dataloader gives it: uint8 images, annotations
     drawn at random (at most 3 classes, valid for any head); for mmdet the masks /
     semantic maps that ``annotations`` (:func:`_annotations`) names; for mmaction2 clips
-    of ``segments`` frames (:func:`mmevt.swap.action.action_batch`).
+    of ``segments`` frames (:func:`mmevt.swap.action.action_batch`); for mmrotate oriented
+    boxes of ``box_type`` (:func:`mmevt.swap.rotated.rotated_batch`).
 
     Args:
         toolkit (str): the model's toolkit.
@@ -113,6 +115,8 @@ def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
             None (neither).
         segments (int): mmaction2's frames a clip (:func:`mmevt.analysis.flops.clip_segments`).
             Defaults to 3.
+        box_type (str): mmrotate's ground-truth boxes (``'rbox'``, ``'qbox'``, ``'hbox'``:
+            :func:`mmevt.swap.rotated.training_box_type`). Defaults to ``'rbox'``.
 
     Returns:
         dict: ``inputs`` (``batch`` uint8 tensors of shape ``(3, size, size)``; mmaction2:
@@ -123,6 +127,9 @@ def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
     if toolkit == 'mmaction':
         from .action import action_batch
         return action_batch(size, segments, batch, classes)
+    if toolkit == 'mmrotate':
+        from .rotated import rotated_batch
+        return rotated_batch(size, batch, classes, box_type)
     gen = torch.Generator().manual_seed(0)
     inputs = [torch.randint(0, 256, (3, size, size), generator=gen, dtype=torch.uint8)
               for _ in range(batch)]
@@ -249,13 +256,22 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
 
     Raises:
         ValueError: a non-finite loss, no backbone gradient, or a wrong number of
-            predictions.
+            predictions; an mmrotate model calling an mmcv op that has no CPU kernel
+            (:func:`~mmevt.swap.rotated.gpu_only_ops`: the test runs on the CPU).
     """
     import torch
     from mmengine.optim import build_optim_wrapper
     start = time.perf_counter()
     cfg = load_config(dst)
     toolkit = config_toolkit(cfg, dst)
+    if toolkit == 'mmrotate':
+        from .rotated import gpu_only_ops
+        needs = gpu_only_ops(cfg.model)
+        if needs:
+            uses = '; '.join(f'{m} calls {", ".join(ops)}' for m, ops in needs.items())
+            raise ValueError(f'{dst}: the smoke test runs on the CPU, and this model needs a '
+                             f'GPU: {uses}, which mmcv implements for CUDA only (no CPU '
+                             'kernel). The swapped config is written: train it on a GPU')
     size = size or smoke_test_size(cfg.model, stages, toolkit)
     segments = clip_segments(cfg) if toolkit == 'mmaction' else None
     model_cfg = runner_model_cfg(cfg, toolkit, size)
@@ -271,8 +287,10 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
         from .pose_batch import pose_batches
         batch, predict_batches = pose_batches(cfg, size)
     else:
+        from .rotated import training_box_type
         batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg),
-                           segments=segments or 3)
+                           segments=segments or 3,
+                           box_type=training_box_type(cfg) if toolkit == 'mmrotate' else 'rbox')
         predict_batches = [batch]
     with toolkit_scope(toolkit), quiet_logger():
         optim = build_optim_wrapper(model, optim_cfg)

@@ -9,6 +9,9 @@
     python tools/misc/make_shapes.py data/demo_pose --keypoints --num-train 64
     # action recognition: mmaction2 rawframes, one moving shape per clip (4 classes)
     python tools/misc/make_shapes.py data/demo_action --rawframes --num-train 16 --size 64 64
+    # rotated detection: DOTA v1.0 full-size images + labelTxt (split them with mmrotate's
+    # tools/data/dota/split/img_split.py; docs/rotated.md)
+    python tools/misc/make_shapes.py data/dota_full --dota --num-train 24 --size 256 256
 
 Deterministic for a given --seed; an existing dataset made with other settings is never
 overwritten unless --overwrite is given.
@@ -34,16 +37,23 @@ def main(argv=None) -> None:
                         help='COCO person keypoints: one figure per image, 17 keypoints')
     parser.add_argument('--rawframes', action='store_true',
                         help='mmaction2 rawframes: one moving shape per clip, 4 classes')
+    parser.add_argument('--dota', action='store_true',
+                        help='DOTA v1.0 labelTxt: full-size images of oriented objects, 2 '
+                        'classes (--max-shapes: objects an image, at most)')
     parser.add_argument('--frames', type=int, default=8, help='frames per clip (--rawframes)')
     parser.add_argument('--overwrite', action='store_true')
     args = parser.parse_args(argv)
-    kinds = [k for k in ('classification', 'keypoints', 'rawframes') if getattr(args, k)]
+    kinds = [k for k in ('classification', 'keypoints', 'rawframes', 'dota')
+             if getattr(args, k)]
     if len(kinds) > 1:
         parser.error(' and '.join(f'--{k}' for k in kinds) + ' exclude each other')
-    from mmevt.datasets import (generate_keypoints, generate_rawframes, generate_shape_classes,
-                                generate_shapes)
+    from mmevt.datasets import (generate_dota, generate_keypoints, generate_rawframes,
+                                generate_shape_classes, generate_shapes)
     try:
-        if args.rawframes:
+        if args.dota:
+            out = generate_dota(args.out, args.num_train, args.num_val, tuple(args.size),
+                                args.max_shapes, args.seed, args.overwrite)
+        elif args.rawframes:
             out = generate_rawframes(args.out, args.num_train, args.num_val, args.frames,
                                      tuple(args.size), args.seed, args.overwrite)
         elif args.keypoints:

@@ -1,0 +1,291 @@
+"""mmrotate (both stacks: mmrotate-dev on upstream, onedl-mmrotate on the fork): the DOTA
+configs, the installed package, mmcv's rotated ops on the CPU, the generated DOTA set split by
+mmrotate's own img_split.py, and the Oriented R-CNN demo end to end with mmrotate's own
+tools/train.py and tools/test.py."""
+import glob
+import os
+import os.path as osp
+import re
+import sys
+from importlib import metadata
+
+import pytest
+import torch
+
+from helpers import (CONFIGS, current_stack, load_config, load_tool, run_tool, unscoped,
+                     write_config)
+
+ROTATED = osp.join(CONFIGS, 'rotated')
+EVT_T = {
+    'oriented_rcnn': ('oriented_rcnn/oriented-rcnn-le90_evt-t_fpn_1x_dota.py',
+                      'mmrotate::oriented_rcnn/oriented-rcnn-le90_swin-tiny_fpn_1x_dota.py'),
+    'roi_trans': ('roi_trans/roi-trans-le90_evt-t_fpn_1x_dota.py',
+                  'mmrotate::roi_trans/roi-trans-le90_swin-tiny_fpn_1x_dota.py'),
+    'rotated_retinanet': ('rotated_retinanet/rotated-retinanet-rbox-le90_evt-t_fpn_1x_dota.py',
+                          'mmrotate::rotated_retinanet/'
+                          'rotated-retinanet-rbox-le90_r50_fpn_1x_dota.py'),
+}
+DEMO = osp.join(CONFIGS, 'demo', 'oriented-rcnn-le90_evt-test_fpn_dota-shapes-128x128.py')
+# the top-level names of our shared base (read through {{_base_.*}}) and of the recipes' own
+# helper variables, which are not settings of the model or the run
+HELPERS = re.compile(r'^(evt_|pretrained$|depths$|backbone_norm_multi$|backbone_embed_multi$|'
+                     r'embed_multi$|custom_keys$|custom_imports$|angle_version$)')
+
+
+def _settings(cfg) -> dict:
+    return {k: v for k, v in unscoped(cfg.to_dict()).items() if not HELPERS.match(k)}
+
+
+# ------------------------------------------------------------------ configs
+@pytest.mark.parametrize('family', EVT_T)
+def test_config_is_mmrotates_recipe_with_the_backbone_and_optimizer_rules_swapped(family):
+    from mmevt.swap import load_src
+    ours_path, recipe_src = EVT_T[family]
+    ours = _settings(load_config(osp.join(ROTATED, ours_path)))
+    recipe = _settings(load_src(recipe_src))
+    model, recipe_model = ours.pop('model'), recipe.pop('model')
+    optim, recipe_optim = ours.pop('optim_wrapper'), recipe.pop('optim_wrapper')
+    assert ours == recipe  # data, schedule, runtime, evaluator: the recipe's
+    for key in set(model) | set(recipe_model):
+        if key not in ('backbone', 'neck'):
+            assert model.get(key) == recipe_model.get(key), key
+    stages = (1, 2, 3) if family == 'rotated_retinanet' else (0, 1, 2, 3)
+    assert model['backbone'] == dict(
+        type='EVT', arch='evt-t', drop_path_rate=0.1, out_indices=stages,
+        norm_cfg=dict(type='SyncBN', requires_grad=True),
+        init_cfg=dict(type='Pretrained', checkpoint='checkpoints/evt-t_in1k.pth',
+                      prefix='backbone.'))
+    widths = [64, 128, 256, 512]
+    assert model['neck'] == dict(recipe_model['neck'], in_channels=widths[stages[0]:],
+                                 **(dict(start_level=0) if family == 'rotated_retinanet'
+                                    else {}))
+    # the Swin-T recipes' optimizer (the R50 RetinaNet recipe's SGD replaced by it)
+    assert optim['optimizer'] == dict(type='AdamW', lr=1e-4, betas=(0.9, 0.999),
+                                      weight_decay=0.05)
+    assert optim['clip_grad'] == recipe_optim['clip_grad'] == dict(max_norm=35, norm_type=2)
+    assert optim['paramwise_cfg']['norm_decay_mult'] == 0.
+
+
+@pytest.mark.parametrize('arch', ['evt-t', 'evt-s', 'evt-b', 'evt-swin-t'])
+def test_every_backbone_norm_gets_the_recipes_rule_for_any_arch(arch):
+    # the recipe: the backbone at 0.1 x lr; no decay on any norm; so built by mmengine's own
+    # optimizer constructor for the whole Oriented R-CNN model
+    from mmengine.optim import build_optim_wrapper
+
+    from mmevt.toolkits import build_model, toolkit_scope
+    cfg = load_config(osp.join(ROTATED, EVT_T['oriented_rcnn'][0]))
+    cfg.model.backbone.update(arch=arch, init_cfg=None, norm_cfg=dict(type='BN'))
+    widths = {'evt-b': [80, 160, 320, 512], 'evt-swin-t': [96, 192, 384, 768]}
+    cfg.model.neck.in_channels = widths.get(arch, [64, 128, 256, 512])
+    model = build_model(cfg, seed=0)
+    with toolkit_scope('mmrotate'):
+        optim = build_optim_wrapper(model, cfg.optim_wrapper).optimizer
+    group_of = {id(p): g for g in optim.param_groups for p in g['params']}
+    norms = {f'{n}.{p}' for n, m in model.named_modules()
+             if isinstance(m, (torch.nn.LayerNorm, torch.nn.modules.batchnorm._BatchNorm))
+             for p, _ in m.named_parameters(recurse=False)}
+    checked = 0
+    for name, param in model.named_parameters():
+        group = group_of[id(param)]
+        in_backbone = name.startswith('backbone.')
+        assert group['lr'] == pytest.approx(1e-5 if in_backbone else 1e-4), name
+        if name in norms:
+            assert group['weight_decay'] == 0., name
+            checked += in_backbone
+        elif in_backbone and param.ndim > 1:
+            assert group['weight_decay'] == pytest.approx(0.05), name
+    assert checked > 20  # every block's two norms, the stem's, the outputs'
+
+
+def test_oriented_rcnn_reads_evts_four_maps_of_a_dota_patch():
+    from mmevt.toolkits import build_model
+    cfg = load_config(osp.join(ROTATED, EVT_T['oriented_rcnn'][0]))
+    cfg.model.backbone.init_cfg = None
+    model = build_model(cfg, seed=0, revert_sync_bn=True).eval()
+    with torch.no_grad():
+        feats = model.extract_feat(torch.randn(1, 3, 256, 256))
+    assert [tuple(f.shape) for f in feats] == [(1, 256, 256 // s, 256 // s)
+                                               for s in (4, 8, 16, 32, 64)]
+
+
+# ------------------------------------------------------------------ the installed mmrotate
+def test_mmrotate_is_the_stacks_package_and_owns_its_module_alone():
+    import mmrotate
+    dist, version = dict(upstream=('mmrotate-dev', '1.0.1'),
+                         fork=('onedl-mmrotate', '1.2.1'))[current_stack()]
+    assert metadata.version(dist) == mmrotate.__version__ == version
+    owners = metadata.packages_distributions()['mmrotate']  # as the dist's files spell it
+    assert [re.sub(r'[-_.]+', '-', o).lower() for o in owners] == [dist]
+    text = open(mmrotate.__file__).read()
+    if current_stack() == 'upstream':
+        # the republish's one code difference from dev-1.x (docs/rotated.md)
+        assert "mmdet_maximum_version = '3.4.0'" in text
+        assert "mmcv_maximum_version = '2.1.0'" in text
+    else:
+        import faster_coco_eval
+        assert 'assert' not in text and faster_coco_eval.__version__ == '1.8.0'
+    # EVT is in mmrotate's registry, and mmrotate's detectors are found from it
+    from mmrotate.registry import MODELS
+    from mmevt.models import EVT
+    assert MODELS.get('EVT') is EVT and MODELS.get('OrientedRPNHead') is not None
+
+
+def test_rotated_ops_the_configs_use_run_on_the_cpu_forward_and_backward():
+    from mmcv.ops import RoIAlignRotated, box_iou_rotated, nms_rotated
+    boxes = torch.tensor([[20., 20., 16., 8., 0.3], [21., 20., 16., 8., 0.35],
+                          [60., 60., 10., 30., -0.5]])
+    ious = box_iou_rotated(boxes, boxes)
+    assert torch.allclose(ious.diagonal(), torch.ones(3), atol=1e-4) and ious[0, 2] == 0
+    _, keep = nms_rotated(boxes, torch.tensor([0.9, 0.8, 0.7]), 0.5)
+    assert keep.tolist() == [0, 2]
+    feats = torch.randn(1, 4, 32, 32, requires_grad=True)
+    rois = torch.tensor([[0., 16., 16., 8., 4., 0.4]])
+    out = RoIAlignRotated(7, 1., 2, clockwise=True)(feats, rois)
+    out.sum().backward()
+    assert out.shape == (1, 4, 7, 7) and feats.grad.abs().sum() > 0
+
+
+def _call_on_cpu(op: str):
+    import mmcv.ops as ops
+    points, polygons = torch.rand(4, 18) * 10, torch.rand(4, 8) * 10
+    calls = {
+        'diff_iou_rotated_2d': lambda: ops.diff_iou_rotated_2d(torch.rand(1, 2, 5),
+                                                               torch.rand(1, 2, 5)),
+        'convex_giou': lambda: ops.convex_giou(points, polygons),
+        'convex_iou': lambda: ops.convex_iou(points, polygons),
+        'points_in_polygons': lambda: ops.points_in_polygons(torch.rand(4, 2), polygons),
+        'min_area_polygons': lambda: ops.min_area_polygons(points),
+        'riroi_align_rotated': lambda: ops.RiRoIAlignRotated(7, 1., 2, 8)(
+            torch.rand(1, 8, 16, 16), torch.tensor([[0., 8., 8., 4., 4., 0.2]])),
+    }
+    return calls[op]()
+
+
+def test_the_ops_the_swap_says_need_a_gpu_have_no_cpu_kernel():
+    from mmevt.swap.rotated import GPU_ONLY_MODULES
+    for op in sorted({op for ops in GPU_ONLY_MODULES.values() for op in ops}):
+        with pytest.raises(RuntimeError, match='implementation for device cpu not found'):
+            _call_on_cpu(op)
+
+
+# ------------------------------------------------------------------ generated DOTA
+def test_dota_generator_writes_labeltxt_and_never_overwrites(tmp_path):
+    from mmevt.datasets import DOTA_CLASSES, generate_dota
+    a, b = tmp_path / 'a', tmp_path / 'b'
+    generate_dota(str(a), 2, 1, (128, 160), seed=3)
+    paths = generate_dota(str(b), 2, 1, (128, 160), seed=3)
+    for rel in ('train/labelTxt/P0001.txt', 'val/images/P0000.png'):
+        assert (a / rel).read_bytes() == (b / rel).read_bytes()
+    generate_dota(str(a), 2, 1, (128, 160), seed=3)  # the same settings: reused
+    with pytest.raises(FileExistsError, match='holds a DOTA dataset made with'):
+        generate_dota(str(a), 3, 1, (128, 160), seed=3)
+    with pytest.raises(ValueError, match=r'img_size must be at least 64 x 64'):
+        generate_dota(str(tmp_path / 'c'), 1, 1, (32, 128))
+    with pytest.raises(ValueError, match='max_objects must be at least 1'):
+        generate_dota(str(tmp_path / 'c'), 1, 1, max_objects=0)
+    from PIL import Image
+    objects = 0
+    for txt in sorted(os.listdir(paths['train_labelTxt'])):
+        lines = open(osp.join(paths['train_labelTxt'], txt)).read().splitlines()
+        assert lines[:2] == ['imagesource:mmevt', 'gsd:0.5']  # DOTA v1.0's header
+        w, h = Image.open(osp.join(paths['train_images'], txt[:-4] + '.png')).size
+        assert (w, h) == (160, 128)
+        for line in lines[2:]:
+            *coords, label, difficulty = line.split()
+            xy = torch.tensor([float(c) for c in coords]).view(4, 2)
+            assert label in DOTA_CLASSES and difficulty == '0'
+            assert (xy >= 0).all() and (xy[:, 0] < w).all() and (xy[:, 1] < h).all()
+            objects += 1
+    assert objects >= 2
+
+
+def test_generator_command_line_writes_dota(tmp_path, capsys):
+    make_shapes = load_tool('tools/misc/make_shapes.py')
+    make_shapes.main([str(tmp_path), '--dota', '--num-train', '1', '--num-val', '1',
+                      '--size', '64', '64'])
+    assert 'train_labelTxt:' in capsys.readouterr().out
+    assert (tmp_path / 'val' / 'labelTxt' / 'P0000.txt').is_file()
+    with pytest.raises(SystemExit):
+        make_shapes.main([str(tmp_path), '--dota', '--rawframes'])
+    assert '--rawframes and --dota exclude each other' in capsys.readouterr().err
+
+
+def img_split(full: str, split: str, part: str) -> None:
+    """mmrotate's own tools/data/dota/split/img_split.py on one part of a generated set:
+    128 x 128 windows, a gap of 32 (the demo's: DOTA's 1024 / 200 scaled down)."""
+    import mmrotate
+    tool = osp.join(osp.dirname(mmrotate.__file__), '.mim', 'tools', 'data', 'dota', 'split',
+                    'img_split.py')
+    run_tool(tool, '--img-dirs', osp.join(full, part, 'images'), '--ann-dirs',
+             osp.join(full, part, 'labelTxt'), '--sizes', '128', '--gaps', '32',
+             '--nproc', '1', '--save-dir', osp.join(split, part))
+
+
+def test_img_split_cuts_the_generated_set_and_dota_dataset_reads_it(tmp_path):
+    from mmevt.datasets import DOTA_CLASSES, generate_dota
+    from mmevt.toolkits import toolkit_scope
+    full, root = str(tmp_path / 'full'), str(tmp_path / 'data')
+    generate_dota(full, 1, 2, (256, 256), seed=1)
+    img_split(full, osp.join(root, 'split'), 'val')
+    # 256 / (128 - 32): 3 x 3 windows an image, each saved with its annotation file
+    patches = sorted(glob.glob(osp.join(root, 'split', 'val', 'images', '*.png')))
+    assert len(patches) == 18 and osp.basename(patches[0]) == 'P0000__128__0___0.png'
+    cfg = load_config(DEMO)
+    with toolkit_scope('mmrotate'):
+        from mmrotate.registry import DATASETS
+        dataset = DATASETS.build(dict(cfg.val_dataloader.dataset, data_root=root + '/'))
+        item = dataset[0]
+    assert len(dataset) == 18 and dataset.metainfo['classes'] == DOTA_CLASSES
+    labels = {i['bbox_label'] for k in range(18) for i in dataset.get_data_info(k)['instances']}
+    assert labels <= {0, 1} and labels
+    assert item['inputs'].shape == (3, 128, 128)
+    boxes = item['data_samples'].gt_instances.bboxes
+    assert type(boxes).__name__ == 'RotatedBoxes' and boxes.tensor.shape[-1] == 5
+
+
+# ------------------------------------------------------------------ end to end
+DEMO_EPOCHS = 12
+# "learns": DOTA mAP@0.5 (DOTAMetric, rbox IoU 0.5) of the trained model on the held-out
+# patches at least this, and the untrained model's at most UNTRAINED_MAX
+TRAINED_MIN, UNTRAINED_MAX = 0.3, 0.05
+
+
+def _demo_config(tmp_path, root: str) -> str:
+    return write_config(tmp_path / 'rotated_demo.py', f'''_base_ = {DEMO!r}
+data_root = {root + '/'!r}
+train_dataloader = dict(dataset=dict(data_root=data_root))
+val_dataloader = dict(dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+''')
+
+
+def _dota_map(log: str) -> float:
+    found = re.findall(r'dota/mAP: ([\d.]+)', log)
+    assert found, log[-3000:]
+    return float(found[-1])
+
+
+@pytest.mark.e2e
+def test_demo_learns_with_mmrotates_own_train_and_test_tools(tmp_path):
+    from mmevt.apis import toolkit_tool_path
+    from mmevt.datasets import generate_dota
+    from mmevt.toolkits import build_model
+    full, root = str(tmp_path / 'full'), str(tmp_path / 'data')
+    generate_dota(full, 24, 8, (256, 256), seed=0)
+    for part in ('train', 'val'):
+        img_split(full, osp.join(root, 'split'), part)
+    cfg = _demo_config(tmp_path, root)
+    work = str(tmp_path / 'work')
+    log = run_tool(toolkit_tool_path('mmrotate', 'train'), cfg, '--work-dir', work)
+    assert f'Epoch(train) [{DEMO_EPOCHS}]' in log, log[-3000:]
+    model = build_model(load_config(cfg), seed=0)  # untrained, initialised as the runner does
+    model.init_weights()
+    untrained = str(tmp_path / 'untrained.pth')
+    torch.save({'state_dict': model.state_dict(), 'meta': {}}, untrained)
+    trained = _dota_map(run_tool(toolkit_tool_path('mmrotate', 'test'), cfg,
+                                 osp.join(work, f'epoch_{DEMO_EPOCHS}.pth'),
+                                 '--work-dir', str(tmp_path / 't1')))
+    # mmevt-test (the console script) runs the same tool of the config's toolkit
+    mmevt_test = osp.join(osp.dirname(sys.executable), 'mmevt-test')
+    before = _dota_map(run_tool(mmevt_test, cfg, untrained, '--work-dir', str(tmp_path / 't0')))
+    assert trained >= TRAINED_MIN and before <= UNTRAINED_MAX, (trained, before)
