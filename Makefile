@@ -16,11 +16,11 @@ TEST_WORKERS ?= 2
 # safe-loading tests, what import mmevt changes for other code (checkpoints, writes,
 # registries), every config parsed and built, one config per family trained and tested
 # (det, seg, cls), the swap on the fork's own zoo, the toolkits' own tools, the launchers on
-# the tests' real Slurm, a preempted run resumed.
+# the tests' real Slurm, a preempted run resumed, mmrotate (the fork's own onedl-mmrotate).
 FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_configs.py \
 	tests/test_seg.py tests/test_cls.py tests/test_swap.py tests/test_checkpoint_safety.py \
 	tests/test_atomic_writes.py tests/test_registry.py tests/test_toolkit_tools.py \
-	tests/test_cluster.py tests/test_preemption.py
+	tests/test_cluster.py tests/test_preemption.py tests/test_rotated.py
 
 # The cluster tests (tests/test_cluster.py) start a real Slurm: `make slurm` installs Debian's
 # slurm-wlm and munge as root (tools/install_slurm.sh; nothing is configured or started). They

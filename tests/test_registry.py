@@ -36,7 +36,8 @@ def test_another_packages_evt_is_reported_not_overridden():
 def test_one_list_of_toolkits():
     from mmevt.apis import launch
     assert TOOLKITS is launch.TOOLKITS
-    assert set(TOOLKITS) == {'mmdet', 'mmseg', 'mmpretrain', 'mmpose', 'mmaction'}
+    assert set(TOOLKITS) == {'mmdet', 'mmseg', 'mmpretrain', 'mmpose', 'mmaction',
+                             'mmrotate'}
 
 
 COEXIST = '''

@@ -289,3 +289,45 @@ def test_demo_learns_with_mmrotates_own_train_and_test_tools(tmp_path):
     mmevt_test = osp.join(osp.dirname(sys.executable), 'mmevt-test')
     before = _dota_map(run_tool(mmevt_test, cfg, untrained, '--work-dir', str(tmp_path / 't0')))
     assert trained >= TRAINED_MIN and before <= UNTRAINED_MAX, (trained, before)
+
+
+# ------------------------------------------------------------------ FLOPs, mmevt-swap
+def test_flops_of_the_rotated_configs_are_counted_at_dotas_1024_patches():
+    from mmevt.analysis import count_flops
+    from mmevt.analysis.flops import build_from_config, config_complexity
+    cfg = load_config(osp.join(ROTATED, EVT_T['rotated_retinanet'][0]))
+    result = config_complexity(cfg)  # the default shape: mmevt.toolkits.TOOLKIT_TABLE's
+    assert result['scope'] == 'mmrotate' and result['shape'] == (1024, 1024)
+    assert result['input_shape'] == (1, 3, 1024, 1024)
+    model, _ = build_from_config(cfg)
+    assert result['flops']['backbone'] == count_flops(model.backbone, (1, 3, 1024, 1024))
+    flops = result['flops']
+    assert flops['backbone'] + flops['neck'] + flops['heads'] == flops['total']
+    assert min(flops['neck'], flops['heads']) > 0
+
+
+def test_the_smoke_batch_has_the_box_type_the_training_pipeline_ends_with():
+    from mmevt.swap import load_src
+    from mmevt.swap.rotated import rotated_batch, training_box_type
+    cases = {'rotated_retinanet/rotated-retinanet-rbox-le90_r50_fpn_1x_dota.py': 'rbox',
+             'gliding_vertex/gliding-vertex-qbox_r50_fpn_1x_dota.py': 'qbox',
+             # weak supervision: to horizontal boxes, then back to rbox (angle 0)
+             'h2rbox_v2/h2rbox_v2-le90_r50_fpn-1x_dota.py': 'rbox'}
+    for src, box in cases.items():
+        assert training_box_type(load_src(f'mmrotate::{src}')) == box, src
+    for box, kind, width in (('rbox', 'RotatedBoxes', 5), ('qbox', 'QuadriBoxes', 8),
+                             ('hbox', 'HorizontalBoxes', 4)):
+        batch = rotated_batch(64, 2, 2, box)
+        boxes = batch['data_samples'][0].gt_instances.bboxes
+        assert type(boxes).__name__ == kind and boxes.tensor.shape == (3, width)
+        assert batch['inputs'][0].shape == (3, 64, 64)
+
+
+def test_the_models_needing_a_gpu_are_found_by_their_modules():
+    from mmevt.swap import load_src
+    from mmevt.swap.rotated import gpu_only_ops
+    assert gpu_only_ops(load_config(osp.join(ROTATED, EVT_T['roi_trans'][0])).model) == {}
+    assert gpu_only_ops(load_src('mmrotate::redet/redet-le90_re50_refpn_1x_dota.py').model) \
+        == {'RiRoIAlignRotated': ('riroi_align_rotated', )}
+    found = gpu_only_ops(load_src('mmrotate::cfa/cfa-qbox_r50_fpn_1x_dota.py').model)
+    assert 'convex_iou' in {op for ops in found.values() for op in ops}, found

@@ -37,9 +37,9 @@ def test_import_registers_into_every_toolkit():
     from mmpretrain.registry import MODELS as CLS
     from mmseg.registry import MODELS as SEG
     # mmpose and mmaction2 are on the upstream stack only (requirements/pose-upstream.txt,
-    # action-upstream.txt: no fork of either)
+    # action-upstream.txt: no fork of either); mmrotate on both (docs/rotated.md)
     expected = ['mmdet', 'mmseg', 'mmpretrain'] + (
-        ['mmpose', 'mmaction'] if current_stack() == 'upstream' else [])
+        ['mmpose', 'mmaction'] if current_stack() == 'upstream' else []) + ['mmrotate']
     assert mmevt.REGISTERED_TOOLKITS == expected
     assert mmevt.register_all_modules() == mmevt.REGISTERED_TOOLKITS  # again: no error
     for registry in (DET, SEG, CLS):
@@ -169,7 +169,7 @@ def test_swap_names_a_config_of_another_toolkit(tmp_path):
     src = write_config(tmp_path / 'src.py', "default_scope = 'mmocr'\n")
     with pytest.raises(ValueError, match=r"src\.py: default_scope must be one of "
                                          r"\['mmdet', 'mmseg', 'mmpretrain', 'mmpose', "
-                                         r"'mmaction'\] or "
+                                         r"'mmaction', 'mmrotate'\] or "
                                          r"another installed .*got 'mmocr': mmocr is not "
                                          r"installed"):
         plan_swap(src, 'evt-t')
@@ -288,7 +288,8 @@ def test_each_stacks_mmcv_range_is_the_widest_of_its_toolkits():
     for name, stack in STACKS.items():
         ranges = TOOLKIT_MMCV[name]
         assert {t.module for t in ranges} <= set(TOOLKITS)
-        assert {t.dist for t in ranges} <= set(stack.tested) | {'mmpose', 'mmaction2'}
+        assert {t.dist for t in ranges} <= set(stack.tested) | {'mmpose', 'mmaction2', 'mmrotate-dev',
+                                                                  'onedl-mmrotate'}
         caps = [t.high for t in ranges if t.high is not None]
         assert max(caps, key=_version_tuple) == stack.mmcv[2], name
 
@@ -298,7 +299,7 @@ def test_registration_skips_the_toolkits_mmcv_leaves_out(monkeypatch):
     from mmevt import registry
     monkeypatch.setattr(registry, 'unavailable_toolkits',
                         lambda: {'mmseg': 'mmsegmentation 1.2.2 asserts ...', 'mmpose': '...',
-                                 'mmaction': '...'})
+                                 'mmaction': '...', 'mmrotate': '...'})
     real = registry.toolkit_models
 
     def mmdet_refuses(name):  # what mmdet 3.3.0's own assert does on mmcv 2.2.0

@@ -32,6 +32,9 @@ PKG_ROOTS = ['action/tsn/tsn_evt-t_8xb32-1x1x3-100e_kinetics400-rgb.py',
              'det/mask_rcnn/mask-rcnn_evt-t_fpn_1x_coco.py',
              'det/retinanet/retinanet_evt-t_fpn_1x_coco.py',
              'pose/topdown_heatmap/td-hm_evt-t_8xb32-210e_coco-256x192.py',
+             'rotated/oriented_rcnn/oriented-rcnn-le90_evt-t_fpn_1x_dota.py',
+             'rotated/roi_trans/roi-trans-le90_evt-t_fpn_1x_dota.py',
+             'rotated/rotated_retinanet/rotated-retinanet-rbox-le90_evt-t_fpn_1x_dota.py',
              'seg/sem_fpn/fpn_evt-t_8xb2-80k_ade20k-512x512.py',
              'seg/upernet/upernet_evt-t_8xb2-160k_ade20k-512x512.py']
 

@@ -13,5 +13,7 @@ _base_ = [
 ]
 custom_imports = dict(imports=['mmevt'], allow_failed_imports=False)
 
+pretrained = {{_base_.evt_t_pretrained}}  # the recipe names Swin-T's URL here; nothing downloads
+
 model = dict(backbone={{_base_.evt_t_backbone}}, neck=dict(in_channels={{_base_.evt_t_channels}}))
 optim_wrapper = {{_base_.evt_t_optim_wrapper}}
