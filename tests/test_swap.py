@@ -2,8 +2,10 @@
 
 The zoo test runs every entry of ``tests/fixtures/swap_zoo.yml`` in-process: swap with
 ``evt-test``, then :func:`mmevt.swap.smoke_test_config` (one training step with a finite loss
-and non-zero backbone gradients, one prediction) on a generated batch. mmaction2's swaps,
-refusals and counts are tested in ``tests/test_action.py`` too.
+and non-zero backbone gradients, one prediction) on a generated batch; for mmrotate's models
+with CUDA-only mmcv ops (``needs_gpu``) the swap is written and the smoke test refused.
+mmaction2's swaps, refusals and counts are tested in ``tests/test_action.py`` too, mmrotate's
+in ``tests/test_rotated.py``.
 """
 import importlib.util
 import os.path as osp

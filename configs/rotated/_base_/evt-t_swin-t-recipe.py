@@ -7,8 +7,11 @@
 # ImageNet-1k checkpoint of the backbone: replace with your file (an mmevt classifier
 # checkpoint, e.g. from tools/model_converters/rmt_to_mmevt.py or configs/cls/*).
 evt_t_pretrained = 'checkpoints/evt-t_in1k.pth'  # noqa
+# Typed dicts say their scope, so a config inheriting ours as 'mmevt::rotated/...' does not
+# look them up in a scope 'mmevt' (mmengine stamps a package's name on inherited dicts).
 evt_t_backbone = dict(
     _delete_=True,  # the recipe's Swin-T (or ResNet-50) settings do not apply to EVT
+    _scope_='mmrotate',
     type='EVT',  # registered in mmrotate's MODELS by import mmevt (mmevt.registry)
     arch='evt-t',
     drop_path_rate=0.1,  # EVT-T's ImageNet value (our arch table; the recipe's 0.2 is Swin-T's)
@@ -43,6 +46,6 @@ evt_custom_keys.update({
 evt_custom_keys.update(
     {f'backbone.stages.{stage}.downsample.norm': evt_norm for stage in range(1, 4)})
 evt_t_optim_wrapper = dict(
-    optimizer=dict(_delete_=True, type='AdamW', lr=0.0001, betas=(0.9, 0.999),
-                   weight_decay=0.05),
+    optimizer=dict(_delete_=True, _scope_='mmrotate', type='AdamW', lr=0.0001,
+                   betas=(0.9, 0.999), weight_decay=0.05),
     paramwise_cfg=dict(_delete_=True, custom_keys=evt_custom_keys, norm_decay_mult=0.0))
