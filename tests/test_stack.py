@@ -53,7 +53,7 @@ def test_model_code_needs_only_torch_mmengine_einops():
     # Block every OpenMMLab toolkit and mmcv: the backbone must still build and run.
     code = r'''
 import sys, importlib.abc, warnings
-BLOCKED = ('mmcv', 'mmdet', 'mmseg', 'mmpretrain')
+BLOCKED = ('mmcv', 'mmdet', 'mmseg', 'mmpretrain', 'mmpose', 'mmaction', 'mmrotate')
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name.split('.')[0] in BLOCKED:
@@ -288,8 +288,8 @@ def test_each_stacks_mmcv_range_is_the_widest_of_its_toolkits():
     for name, stack in STACKS.items():
         ranges = TOOLKIT_MMCV[name]
         assert {t.module for t in ranges} <= set(TOOLKITS)
-        assert {t.dist for t in ranges} <= set(stack.tested) | {'mmpose', 'mmaction2', 'mmrotate-dev',
-                                                                  'onedl-mmrotate'}
+        others = {'mmpose', 'mmaction2', 'mmrotate-dev', 'onedl-mmrotate'}
+        assert {t.dist for t in ranges} <= set(stack.tested) | others
         caps = [t.high for t in ranges if t.high is not None]
         assert max(caps, key=_version_tuple) == stack.mmcv[2], name
 
@@ -325,7 +325,7 @@ with warnings.catch_warnings(record=True) as caught:
     import mmevt
 print('REGISTERED', mmevt.REGISTERED_TOOLKITS)
 print('WARNED', sum('cannot import with mmcv' in str(w.message) for w in caught))
-for toolkit in ('mmdet', 'mmseg', 'mmpretrain', 'mmpose.models'):
+for toolkit in ('mmdet', 'mmseg', 'mmpretrain', 'mmpose.models', 'mmrotate'):
     try:
         __import__(toolkit)
         print('IMPORTS', toolkit)
@@ -343,8 +343,9 @@ def test_import_works_on_mmcv_2_2_with_the_toolkits_that_allow_it():
     if current_stack() == 'fork':
         # onedl-mmcv 2.2.0, the fork's lowest: every fork toolkit accepts it, none left out
         out = run_tool('-c', FAKE_MMCV, '2.2.0', 'onedl-mmcv')
-        assert "REGISTERED ['mmdet', 'mmseg', 'mmpretrain']" in out and 'WARNED 0' in out, out
-        for toolkit in ('mmdet', 'mmseg', 'mmpretrain'):
+        assert "REGISTERED ['mmdet', 'mmseg', 'mmpretrain', 'mmrotate']" in out, out
+        assert 'WARNED 0' in out, out
+        for toolkit in ('mmdet', 'mmseg', 'mmpretrain', 'mmrotate'):
             assert f'IMPORTS {toolkit}' in out, out
         return
     out = run_tool('-c', FAKE_MMCV, '2.2.0', 'mmcv')
@@ -352,3 +353,5 @@ def test_import_works_on_mmcv_2_2_with_the_toolkits_that_allow_it():
     for toolkit in ('mmdet', 'mmseg', 'mmpose.models'):
         assert f'REFUSES {toolkit} MMCV==2.2.0 is used but incompatible' in out, out
     assert 'IMPORTS mmpretrain' in out, out
+    # mmrotate-dev imports mmdet before its own assert (mmcv <= 2.1.0): mmdet's refuses first
+    assert 'REFUSES mmrotate MMCV==2.2.0 is used but incompatible' in out, out
