@@ -9,6 +9,7 @@ import functools
 import importlib.util
 import os
 import os.path as osp
+import re
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,36 @@ def load_tool(rel_path: str) -> ModuleType:
 def write_config(path, text):
     with open(path, 'w') as f:
         f.write(text)
+    return str(path)
+
+
+def demo_config_on(path, demo: str, root: str) -> str:
+    """Write to ``path`` a config inheriting the demo config ``demo`` with its data at
+    ``root`` (the train / val / test loaders' ``data_root``); return the path."""
+    return write_config(path, f'''_base_ = {demo!r}
+data_root = {root + '/'!r}
+train_dataloader = dict(dataset=dict(data_root=data_root))
+val_dataloader = dict(dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+''')
+
+
+def last_metric(log: str, key: str) -> float:
+    """The last value a tool's log prints for the metric ``key`` (``'coco/AP'``, ...)."""
+    found = re.findall(rf'{re.escape(key)}: ([\d.]+)', log)
+    assert found, log[-3000:]
+    return float(found[-1])
+
+
+def save_untrained(cfg_path: str, path) -> str:
+    """Save the model of the config at ``cfg_path``, untrained and initialised as the runner
+    does (seed 0), as a checkpoint the toolkits' test tools load; return its path."""
+    import torch
+
+    from mmevt.toolkits import build_model
+    model = build_model(load_config(cfg_path), seed=0)
+    model.init_weights()
+    torch.save({'state_dict': model.state_dict(), 'meta': {}}, str(path))
     return str(path)
 
 

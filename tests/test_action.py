@@ -8,8 +8,8 @@ from importlib import metadata
 import pytest
 import torch
 
-from helpers import (CONFIGS, load_config, load_tool, refused_where_missing, run_tool,
-                     unscoped, write_config)
+from helpers import (CONFIGS, demo_config_on, last_metric, load_config, load_tool,
+                     refused_where_missing, run_tool, save_untrained, unscoped)
 
 TSN = osp.join(CONFIGS, 'action', 'tsn')
 EVT_T = osp.join(TSN, 'tsn_evt-t_8xb32-1x1x3-100e_kinetics400-rgb.py')
@@ -171,21 +171,6 @@ N_VAL, K = 32, 4  # validation clips (8 a class), classes
 CHANCE_Q999 = 16 / 32
 
 
-def _demo_config(tmp_path, root: str) -> str:
-    return write_config(tmp_path / 'action_demo.py', f'''_base_ = {DEMO!r}
-data_root = {root + '/'!r}
-train_dataloader = dict(dataset=dict(data_root=data_root))
-val_dataloader = dict(dataset=dict(data_root=data_root))
-test_dataloader = val_dataloader
-''')
-
-
-def _top1(log: str) -> float:
-    found = re.findall(r'acc/top1: ([\d.]+)', log)
-    assert found, log[-3000:]
-    return float(found[-1])
-
-
 @pytest.mark.e2e
 def test_demo_learns_with_mmaction2s_own_train_and_test_tools(tmp_path):
     if refused_where_missing('mmaction', EVT_T):
@@ -194,24 +179,20 @@ def test_demo_learns_with_mmaction2s_own_train_and_test_tools(tmp_path):
 
     from mmevt.apis import toolkit_tool_path
     from mmevt.datasets import generate_rawframes
-    from mmevt.toolkits import build_model
     assert binom.ppf(0.999, N_VAL, 1 / K) / N_VAL == CHANCE_Q999
     root = str(tmp_path / 'data')
     generate_rawframes(root, 16, N_VAL // K, 8, (64, 64), seed=0)
-    cfg = _demo_config(tmp_path, root)
+    cfg = demo_config_on(tmp_path / 'action_demo.py', DEMO, root)
     work = str(tmp_path / 'work')
     log = run_tool(toolkit_tool_path('mmaction', 'train'), cfg, '--work-dir', work)
     assert f'Epoch(train) [{DEMO_EPOCHS}][8/8]' in log, log[-3000:]
-    model = build_model(load_config(cfg), seed=0)  # untrained, initialised as the runner does
-    model.init_weights()
-    untrained = str(tmp_path / 'untrained.pth')
-    torch.save({'state_dict': model.state_dict(), 'meta': {}}, untrained)
+    untrained = save_untrained(cfg, tmp_path / 'untrained.pth')
 
     def test_top1(ckpt: str, name: str) -> float:
         out = run_tool(toolkit_tool_path('mmaction', 'test'), cfg, ckpt, '--work-dir',
                        str(tmp_path / name))
         assert f'Epoch(test) [{N_VAL // 8}/{N_VAL // 8}]' in out, out[-3000:]
-        return _top1(out)
+        return last_metric(out, 'acc/top1')
 
     trained = test_top1(osp.join(work, f'epoch_{DEMO_EPOCHS}.pth'), 't1')
     before = test_top1(untrained, 't0')

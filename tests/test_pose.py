@@ -7,8 +7,8 @@ import re
 import pytest
 import torch
 
-from helpers import (CONFIGS, load_config, load_tool, refused_where_missing, run_tool,
-                     unscoped, write_config)
+from helpers import (CONFIGS, last_metric, load_config, load_tool, refused_where_missing,
+                     run_tool, save_untrained, unscoped, write_config)
 
 POSE = osp.join(CONFIGS, 'pose', 'topdown_heatmap')
 EVT_T = osp.join(POSE, 'td-hm_evt-t_8xb32-210e_coco-256x192.py')
@@ -159,19 +159,12 @@ default_hooks = dict(logger=dict(interval=4), checkpoint=dict(interval=max_epoch
 ''')
 
 
-def _coco_ap(log: str) -> float:
-    found = re.findall(r'coco/AP: ([\d.]+)', log)
-    assert found, log[-3000:]
-    return float(found[-1])
-
-
 @pytest.mark.e2e
 def test_demo_learns_with_mmposes_own_train_and_test_tools(tmp_path):
     if refused_where_missing('mmpose', EVT_T):
         return
     from mmevt.apis import toolkit_tool_path
     from mmevt.datasets import generate_keypoints
-    from mmevt.toolkits import build_model
     root = str(tmp_path / 'data')
     generate_keypoints(root, 64, 16, (128, 128), seed=0)
     cfg = _demo_config(tmp_path, root)
@@ -181,15 +174,12 @@ def test_demo_learns_with_mmposes_own_train_and_test_tools(tmp_path):
     losses = [float(x) for x in re.findall(r'\(train\).*?\s+loss: ([\d.]+)', log)]
     assert len(losses) >= 4 and losses[-1] < losses[0], losses
     # the untrained model: the config's, freshly initialised as the runner does
-    model = build_model(load_config(cfg), seed=0)
-    model.init_weights()
-    untrained = str(tmp_path / 'untrained.pth')
-    torch.save({'state_dict': model.state_dict(), 'meta': {}}, untrained)
+    untrained = save_untrained(cfg, tmp_path / 'untrained.pth')
 
     def test_ap(ckpt: str, name: str) -> float:
         out = run_tool(toolkit_tool_path('mmpose', 'test'), cfg, ckpt, '--work-dir',
                        str(tmp_path / name))
-        return _coco_ap(out)
+        return last_metric(out, 'coco/AP')
 
     trained = test_ap(osp.join(work, f'epoch_{DEMO_EPOCHS}.pth'), 't1')
     before = test_ap(untrained, 't0')

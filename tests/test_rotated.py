@@ -12,8 +12,8 @@ from importlib import metadata
 import pytest
 import torch
 
-from helpers import (CONFIGS, current_stack, load_config, load_tool, run_tool, unscoped,
-                     write_config)
+from helpers import (CONFIGS, current_stack, demo_config_on, last_metric, load_config,
+                     load_tool, run_tool, save_untrained, unscoped)
 
 ROTATED = osp.join(CONFIGS, 'rotated')
 EVT_T = {
@@ -250,44 +250,26 @@ DEMO_EPOCHS = 12
 TRAINED_MIN, UNTRAINED_MAX = 0.3, 0.05
 
 
-def _demo_config(tmp_path, root: str) -> str:
-    return write_config(tmp_path / 'rotated_demo.py', f'''_base_ = {DEMO!r}
-data_root = {root + '/'!r}
-train_dataloader = dict(dataset=dict(data_root=data_root))
-val_dataloader = dict(dataset=dict(data_root=data_root))
-test_dataloader = val_dataloader
-''')
-
-
-def _dota_map(log: str) -> float:
-    found = re.findall(r'dota/mAP: ([\d.]+)', log)
-    assert found, log[-3000:]
-    return float(found[-1])
-
-
 @pytest.mark.e2e
 def test_demo_learns_with_mmrotates_own_train_and_test_tools(tmp_path):
     from mmevt.apis import toolkit_tool_path
     from mmevt.datasets import generate_dota
-    from mmevt.toolkits import build_model
     full, root = str(tmp_path / 'full'), str(tmp_path / 'data')
     generate_dota(full, 24, 8, (256, 256), seed=0)
     for part in ('train', 'val'):
         img_split(full, osp.join(root, 'split'), part)
-    cfg = _demo_config(tmp_path, root)
+    cfg = demo_config_on(tmp_path / 'rotated_demo.py', DEMO, root)
     work = str(tmp_path / 'work')
     log = run_tool(toolkit_tool_path('mmrotate', 'train'), cfg, '--work-dir', work)
     assert f'Epoch(train) [{DEMO_EPOCHS}]' in log, log[-3000:]
-    model = build_model(load_config(cfg), seed=0)  # untrained, initialised as the runner does
-    model.init_weights()
-    untrained = str(tmp_path / 'untrained.pth')
-    torch.save({'state_dict': model.state_dict(), 'meta': {}}, untrained)
-    trained = _dota_map(run_tool(toolkit_tool_path('mmrotate', 'test'), cfg,
+    untrained = save_untrained(cfg, tmp_path / 'untrained.pth')
+    trained = last_metric(run_tool(toolkit_tool_path('mmrotate', 'test'), cfg,
                                  osp.join(work, f'epoch_{DEMO_EPOCHS}.pth'),
-                                 '--work-dir', str(tmp_path / 't1')))
+                                 '--work-dir', str(tmp_path / 't1')), 'dota/mAP')
     # mmevt-test (the console script) runs the same tool of the config's toolkit
     mmevt_test = osp.join(osp.dirname(sys.executable), 'mmevt-test')
-    before = _dota_map(run_tool(mmevt_test, cfg, untrained, '--work-dir', str(tmp_path / 't0')))
+    before = last_metric(run_tool(mmevt_test, cfg, untrained, '--work-dir', str(tmp_path / 't0')),
+                         'dota/mAP')
     assert trained >= TRAINED_MIN and before <= UNTRAINED_MAX, (trained, before)
 
 

@@ -81,7 +81,7 @@ def count_flops(model: nn.Module, input_shape: Tuple[int, ...],
     return int(analyze_flops(model, (x, ), forward).total())
 
 
-def _dataset_pipeline(cfg) -> list:
+def training_pipeline(cfg) -> list:
     """The training pipeline of ``cfg``: its train dataloader's dataset's (through wrappers
     such as ``RepeatDataset``), else the top-level ``train_pipeline``; empty if neither."""
     dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
@@ -102,7 +102,7 @@ def clip_segments(cfg) -> int:
     Returns:
         int: the ``segments`` of the recognizer's inputs ``(N, segments, 3, H, W)``.
     """
-    for step in _dataset_pipeline(cfg):
+    for step in training_pipeline(cfg):
         if isinstance(step, dict) and str(step.get('type', '')).split('.')[-1].endswith(
                 'SampleFrames'):
             return int(step.get('num_clips', 1)) * int(step.get('clip_len', 1))

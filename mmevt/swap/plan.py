@@ -20,7 +20,7 @@ from .probe import EVT_STRIDES, BackboneOutputs, build_source_model, map_outputs
     measure_backbone
 from .recipes import apply_recipe, canonical_arch
 from .render import render
-from .rotated import gpu_only_ops
+from .rotated import gpu_only_reason
 from .smoke import quiet_logger, runner_model_cfg
 
 # ImageNet normalisation of EVT's classification configs (mmpretrain's; RGB).
@@ -173,13 +173,10 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
         backbone['init_cfg'] = (dict(type='Pretrained', checkpoint=pretrained,
                                      prefix='backbone.'),
                                 'an mmevt classifier checkpoint (keys under backbone.)')
-    if toolkit == 'mmrotate':
-        needs = gpu_only_ops(model)
-        if needs:
-            plan.notes.append('this model needs a GPU to train: ' + '; '.join(
-                f'{m} calls {", ".join(ops)}' for m, ops in needs.items())
-                + " (mmcv has CUDA kernels of these only; --check, which runs on the CPU, "
-                'is refused)')
+    uses = gpu_only_reason(model) if toolkit == 'mmrotate' else None
+    if uses:
+        plan.notes.append(f'this model needs a GPU to train: {uses} (mmcv has CUDA kernels of '
+                          'these only; --check, which runs on the CPU, is refused)')
     _normalisation(plan, cfg)
     apply_recipe(plan, cfg, recipe)
     return plan, cfg, original

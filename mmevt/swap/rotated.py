@@ -12,9 +12,12 @@ Some of mmrotate's models use mmcv ops that exist for CUDA only, in both stacks'
 on a machine without a GPU, naming the op (:func:`gpu_only_ops`).
 """
 import math
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ['GPU_ONLY_MODULES', 'gpu_only_ops', 'rotated_batch', 'training_box_type']
+from ..analysis.flops import training_pipeline
+
+__all__ = ['GPU_ONLY_MODULES', 'gpu_only_ops', 'gpu_only_reason', 'rotated_batch',
+           'training_box_type']
 
 # mmrotate's modules (registry types) calling mmcv ops that have a CUDA kernel only (mmcv
 # 2.1.0 and onedl-mmcv 2.3.6: tests/test_rotated.py calls each op on the CPU), and the ops.
@@ -58,6 +61,13 @@ def gpu_only_ops(model_cfg: Dict[str, Any]) -> Dict[str, Tuple[str, ...]]:
             if t in GPU_ONLY_MODULES}
 
 
+def gpu_only_reason(model_cfg: Dict[str, Any]) -> Optional[str]:
+    """What of ``model_cfg`` needs a GPU, as the swap's note and the smoke test's error say
+    it (``'RotatedIoULoss calls diff_iou_rotated_2d'``); None where it runs on a CPU."""
+    needs = gpu_only_ops(model_cfg)
+    return '; '.join(f'{m} calls {", ".join(ops)}' for m, ops in needs.items()) or None
+
+
 def training_box_type(cfg) -> str:
     """The box type the config's training pipeline ends with: ``LoadAnnotations``'
     ``box_type`` (mmdet's default ``'hbox'``), then the last ``ConvertBoxType`` of
@@ -69,11 +79,8 @@ def training_box_type(cfg) -> str:
     Returns:
         str: ``'rbox'``, ``'qbox'`` or ``'hbox'``.
     """
-    dataset = cfg.get('train_dataloader', {}).get('dataset', {})
-    while 'pipeline' not in dataset and isinstance(dataset.get('dataset'), dict):
-        dataset = dataset['dataset']  # RepeatDataset and other wrappers
     box = 'hbox'
-    for step in dataset.get('pipeline', []):
+    for step in training_pipeline(cfg):
         kind = str(step.get('type', '')).split('.')[-1]
         if kind == 'LoadAnnotations':
             box = step.get('box_type', 'hbox')

@@ -264,14 +264,15 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
     start = time.perf_counter()
     cfg = load_config(dst)
     toolkit = config_toolkit(cfg, dst)
+    box_type = 'rbox'
     if toolkit == 'mmrotate':
-        from .rotated import gpu_only_ops
-        needs = gpu_only_ops(cfg.model)
-        if needs:
-            uses = '; '.join(f'{m} calls {", ".join(ops)}' for m, ops in needs.items())
+        from .rotated import gpu_only_reason, training_box_type
+        uses = gpu_only_reason(cfg.model)
+        if uses:
             raise ValueError(f'{dst}: the smoke test runs on the CPU, and this model needs a '
                              f'GPU: {uses}, which mmcv implements for CUDA only (no CPU '
                              'kernel). The swapped config is written: train it on a GPU')
+        box_type = training_box_type(cfg)
     size = size or smoke_test_size(cfg.model, stages, toolkit)
     segments = clip_segments(cfg) if toolkit == 'mmaction' else None
     model_cfg = runner_model_cfg(cfg, toolkit, size)
@@ -287,10 +288,8 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
         from .pose_batch import pose_batches
         batch, predict_batches = pose_batches(cfg, size)
     else:
-        from .rotated import training_box_type
         batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg),
-                           segments=segments or 3,
-                           box_type=training_box_type(cfg) if toolkit == 'mmrotate' else 'rbox')
+                           segments=segments or 3, box_type=box_type)
         predict_batches = [batch]
     with toolkit_scope(toolkit), quiet_logger():
         optim = build_optim_wrapper(model, optim_cfg)
