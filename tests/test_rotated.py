@@ -9,11 +9,14 @@ import re
 import sys
 from importlib import metadata
 
+import numpy as np
 import pytest
 import torch
 
 from helpers import (CONFIGS, current_stack, demo_config_on, last_metric, load_config,
                      load_tool, run_tool, save_untrained, unscoped)
+
+from mmevt.models.backbones import ARCH_FAMILIES, arch_zoo
 
 ROTATED = osp.join(CONFIGS, 'rotated')
 EVT_T = {
@@ -55,7 +58,7 @@ def test_config_is_mmrotates_recipe_with_the_backbone_and_optimizer_rules_swappe
         norm_cfg=dict(type='SyncBN', requires_grad=True),
         init_cfg=dict(type='Pretrained', checkpoint='checkpoints/evt-t_in1k.pth',
                       prefix='backbone.'))
-    widths = [64, 128, 256, 512]
+    widths = arch_zoo['evt-t']['embed_dims']
     assert model['neck'] == dict(recipe_model['neck'], in_channels=widths[stages[0]:],
                                  **(dict(start_level=0) if family == 'rotated_retinanet'
                                     else {}))
@@ -66,7 +69,18 @@ def test_config_is_mmrotates_recipe_with_the_backbone_and_optimizer_rules_swappe
     assert optim['paramwise_cfg']['norm_decay_mult'] == 0.
 
 
-@pytest.mark.parametrize('arch', ['evt-t', 'evt-s', 'evt-b', 'evt-swin-t'])
+def one_arch_a_width(*families: str) -> list:
+    """The smallest arch of each width (``embed_dims``) in the arch zoo's ``families``."""
+    picked = {}
+    for family in families:
+        for arch in ARCH_FAMILIES[family]:
+            picked.setdefault((family, tuple(arch_zoo[arch]['embed_dims'])), arch)
+    return list(picked.values())
+
+
+# EVT-T / -B / -L and EVT-Swin-T / -B: the conv stem and the patch stem, with and without
+# layer scale
+@pytest.mark.parametrize('arch', one_arch_a_width('evt', 'evt-swin'))
 def test_every_backbone_norm_gets_the_recipes_rule_for_any_arch(arch):
     # the recipe: the backbone at 0.1 x lr; no decay on any norm; so built by mmengine's own
     # optimizer constructor for the whole Oriented R-CNN model
@@ -75,8 +89,7 @@ def test_every_backbone_norm_gets_the_recipes_rule_for_any_arch(arch):
     from mmevt.toolkits import build_model, toolkit_scope
     cfg = load_config(osp.join(ROTATED, EVT_T['oriented_rcnn'][0]))
     cfg.model.backbone.update(arch=arch, init_cfg=None, norm_cfg=dict(type='BN'))
-    widths = {'evt-b': [80, 160, 320, 512], 'evt-swin-t': [96, 192, 384, 768]}
-    cfg.model.neck.in_channels = widths.get(arch, [64, 128, 256, 512])
+    cfg.model.neck.in_channels = arch_zoo[arch]['embed_dims']
     model = build_model(cfg, seed=0)
     with toolkit_scope('mmrotate'):
         optim = build_optim_wrapper(model, cfg.optim_wrapper).optimizer
@@ -288,21 +301,135 @@ def test_flops_of_the_rotated_configs_are_counted_at_dotas_1024_patches():
     assert min(flops['neck'], flops['heads']) > 0
 
 
-def test_the_smoke_batch_has_the_box_type_the_training_pipeline_ends_with():
+# mmrotate's own configs, by what decides their ground truth's box type
+ZOO_TARGETS = {
+    # LoadAnnotations(box_type='qbox'), then ConvertBoxType to rbox (DOTA's labelTxt)
+    'rotated_retinanet/rotated-retinanet-rbox-le90_r50_fpn_1x_dota.py': 'rbox',
+    # LoadAnnotations(box_type='qbox') alone
+    'gliding_vertex/gliding-vertex-qbox_r50_fpn_1x_dota.py': 'qbox',
+    # weak supervision: to horizontal boxes, then back to rbox (angle 0)
+    'h2rbox_v2/h2rbox_v2-le90_r50_fpn-1x_dota.py': 'rbox',
+    # COCO-format SAR ships: polygon masks, ConvertMask2BoxType to rbox (the masks dropped)
+    'oriented_rcnn/oriented-rcnn-le90_r50_fpn_6x_hrsid.py': 'rbox',
+    # a ConcatDataset of two DIOR datasets, each with its pipeline
+    'rotated_retinanet/rotated-retinanet-rbox-le90_r50_fpn_1x_dior.py': 'rbox',
+}
+LOAD = dict(type='mmdet.LoadAnnotations', with_bbox=True)
+POLYGONS = dict(LOAD, with_mask=True, poly2mask=False)
+TO_RBOX = dict(type='ConvertBoxType', box_type_mapping=dict(gt_bboxes='rbox'))
+
+
+def _cfg(*pipelines, wrapper=None):
+    """A config whose train dataloader reads ``pipelines`` (one dataset each: several in a
+    ``ConcatDataset``), in ``wrapper`` (a dataset wrapper's type, with its own settings)."""
+    from mmengine.config import Config
+    datasets = [dict(type='DOTADataset', pipeline=list(p)) for p in pipelines]
+    dataset = datasets[0] if len(datasets) == 1 else dict(type='ConcatDataset',
+                                                          datasets=datasets)
+    if wrapper:
+        dataset = dict(wrapper, dataset=dataset)
+    return Config(dict(train_dataloader=dict(dataset=dataset)))
+
+
+def test_the_smoke_batch_follows_every_transform_deciding_the_ground_truth():
     from mmevt.swap import load_src
-    from mmevt.swap.rotated import rotated_batch, training_box_type
-    cases = {'rotated_retinanet/rotated-retinanet-rbox-le90_r50_fpn_1x_dota.py': 'rbox',
-             'gliding_vertex/gliding-vertex-qbox_r50_fpn_1x_dota.py': 'qbox',
-             # weak supervision: to horizontal boxes, then back to rbox (angle 0)
-             'h2rbox_v2/h2rbox_v2-le90_r50_fpn-1x_dota.py': 'rbox'}
-    for src, box in cases.items():
-        assert training_box_type(load_src(f'mmrotate::{src}')) == box, src
+    from mmevt.swap.rotated import TrainingTargets, training_targets
+    for src, box in ZOO_TARGETS.items():
+        assert training_targets(load_src(f'mmrotate::{src}')) == TrainingTargets(box), src
+    cases = [
+        ([LOAD], TrainingTargets('hbox')),  # mmdet's default, read from the class
+        ([POLYGONS, dict(type='ConvertMask2BoxType', box_type='qbox')],
+         TrainingTargets('qbox')),
+        ([POLYGONS, dict(type='ConvertMask2BoxType', box_type='rbox', keep_mask=True)],
+         TrainingTargets('rbox', 'polygon')),
+        ([dict(POLYGONS, poly2mask=True), TO_RBOX], TrainingTargets('rbox', 'bitmap')),
+        # ConvertBoxType of other keys only: the boxes stay
+        ([dict(LOAD, box_type='qbox'),
+          dict(type='ConvertBoxType', box_type_mapping=dict(gt_ignore_bboxes='rbox'))],
+         TrainingTargets('qbox')),
+        # masks only (with_bbox=False), the boxes from them
+        ([dict(POLYGONS, with_bbox=False, box_type='qbox'),
+          dict(type='ConvertMask2BoxType', box_type='hbox')], TrainingTargets('hbox')),
+    ]
+    for pipeline, targets in cases:
+        assert training_targets(_cfg(pipeline)) == targets, pipeline
+    # through wrappers: RepeatDataset's inner pipeline; MultiImageMixDataset's own after it
+    assert training_targets(_cfg([LOAD], wrapper=dict(type='RepeatDataset', times=2))) == \
+        TrainingTargets('hbox')
+    mix = dict(type='mmdet.MultiImageMixDataset', pipeline=[TO_RBOX])
+    assert training_targets(_cfg([LOAD], wrapper=mix)) == TrainingTargets('rbox')
+    from_masks = [POLYGONS, dict(type='ConvertMask2BoxType', box_type='rbox')]
+    assert training_targets(_cfg([LOAD, TO_RBOX], from_masks)) == TrainingTargets('rbox')
+
+
+class OddBoxes:
+    """A user's transform that decides the box type by a setting the smoke test does not
+    know (a class as ``type``: mmengine builds it as it is)."""
+
+    def __init__(self, target_box_type: str = 'rbox') -> None:
+        self.target_box_type = target_box_type
+
+
+@pytest.mark.parametrize('pipelines, error', [
+    ([[LOAD, dict(type='NoSuchTransform')]], r"transform 'NoSuchTransform' is not in "
+                                             r"mmrotate's TRANSFORMS registry"),
+    ([[POLYGONS, dict(type='ConvertMask2BoxType', box_type='obb')]],
+     r"ConvertMask2BoxType gives boxes of type 'obb'; the smoke test makes "
+     r"\['rbox', 'qbox', 'hbox'\]"),
+    ([[dict(LOAD, box_type=None)]], r"LoadAnnotations gives boxes of type None"),
+    ([[LOAD, dict(type=OddBoxes)]],
+     r"OddBoxes decides the box type by \['target_box_type'\], which the smoke test cannot "
+     r"read"),
+    ([[LOAD, dict(type='mmdet.RandomChoice', transforms=[[TO_RBOX], []])]],
+     r"RandomChoice changes the ground truth inside its transforms \(boxes 'hbox' -> 'rbox'"),
+    ([[dict(type='mmdet.LoadImageFromFile')]], r'gives no boxes: none of its transforms'),
+    ([], r'has no training pipeline'),
+    ([[LOAD], [LOAD, TO_RBOX]], r'pipelines end with different ground truth'),
+], ids=['unregistered', 'unknown-type', 'no-type', 'unknown-setting', 'random', 'no-boxes',
+        'no-pipeline', 'datasets-disagree'])
+def test_ground_truth_the_smoke_test_cannot_read_is_an_error_naming_the_transform(
+        pipelines, error):
+    from mmevt.swap.rotated import training_targets
+    with pytest.raises(ValueError, match=error):
+        training_targets(_cfg(*pipelines))
+
+
+def test_the_check_refuses_a_pipeline_it_cannot_read_naming_the_config(tmp_path):
+    from mmevt.swap import smoke_test_config
+    from helpers import write_config
+    dst = write_config(tmp_path / 'odd.py', f"""_base_ = {osp.join(ROTATED, EVT_T['oriented_rcnn'][0])!r}
+train_dataloader = dict(dataset=dict(pipeline=[
+    dict(type='mmdet.LoadAnnotations', with_bbox=True, box_type='qbox'),
+    dict(type='ConvertBoxType', box_type_mapping=dict(gt_bboxes='xyxy'))]))
+""")
+    with pytest.raises(ValueError, match=rf"{re.escape(dst)}: the training pipeline's "
+                                         r"ConvertBoxType gives boxes of type 'xyxy'"):
+        smoke_test_config(dst, log=lambda _: None)
+
+
+def test_the_smoke_batch_has_boxes_and_masks_of_the_pipelines_kind():
+    from mmdet.structures.mask import BitmapMasks, PolygonMasks
+
+    from mmevt.swap.rotated import rotated_batch
     for box, kind, width in (('rbox', 'RotatedBoxes', 5), ('qbox', 'QuadriBoxes', 8),
                              ('hbox', 'HorizontalBoxes', 4)):
         batch = rotated_batch(64, 2, 2, box)
-        boxes = batch['data_samples'][0].gt_instances.bboxes
-        assert type(boxes).__name__ == kind and boxes.tensor.shape == (3, width)
-        assert batch['inputs'][0].shape == (3, 64, 64)
+        gt = batch['data_samples'][0].gt_instances
+        assert type(gt.bboxes).__name__ == kind and gt.bboxes.tensor.shape == (3, width)
+        assert 'masks' not in gt and batch['inputs'][0].shape == (3, 64, 64)
+    rboxes = rotated_batch(64, 2, 2)['data_samples'][1].gt_instances.bboxes
+    polygons = rotated_batch(64, 2, 2, 'qbox', 'polygon')['data_samples'][1].gt_instances
+    assert isinstance(polygons.masks, PolygonMasks) and len(polygons.masks) == 3
+    # each object's polygon: its box's corners
+    corners = torch.from_numpy(np.stack([m[0] for m in polygons.masks.masks])).float()
+    assert torch.allclose(corners, polygons.bboxes.tensor, atol=1e-4)
+    bitmaps = rotated_batch(64, 2, 2, 'rbox', 'bitmap')['data_samples'][1].gt_instances.masks
+    assert isinstance(bitmaps, BitmapMasks) and bitmaps.masks.shape == (3, 64, 64)
+    areas = torch.tensor(bitmaps.areas, dtype=torch.float32)
+    assert torch.allclose(areas, rboxes.areas, rtol=0.25), (areas, rboxes.areas)
+    with pytest.raises(ValueError, match=r"masks one of \['polygon', 'bitmap'\] or None; got "
+                                         r"'rbox' and 'poly'"):
+        rotated_batch(64, 1, 1, 'rbox', 'poly')
 
 
 def test_the_models_needing_a_gpu_are_found_by_their_modules():

@@ -16,7 +16,7 @@ with ``stage='head'``; mmaction2's own ``get_flops.py`` counts ``extract_feat``,
 ``features_only`` counts here).
 """
 from contextlib import contextmanager, nullcontext
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -81,14 +81,32 @@ def count_flops(model: nn.Module, input_shape: Tuple[int, ...],
     return int(analyze_flops(model, (x, ), forward).total())
 
 
+def _dataset_pipelines(dataset: Any) -> List[list]:
+    """The pipelines a dataset config's samples go through, one per dataset it reads: a
+    wrapper's own ``pipeline`` (mmdet's ``MultiImageMixDataset``) after its inner
+    dataset's (``dataset``: ``RepeatDataset``, ``ClassBalancedDataset`` ...; ``datasets``:
+    ``ConcatDataset``, one each); empty where none has a pipeline."""
+    if not isinstance(dataset, dict):
+        return []
+    inner = dataset.get('datasets') if isinstance(dataset.get('datasets'), (list, tuple)) \
+        else [dataset.get('dataset')]
+    pipelines = [p for d in inner for p in _dataset_pipelines(d)]
+    own = list(dataset.get('pipeline') or [])
+    return [p + own for p in pipelines] if pipelines else ([own] if own else [])
+
+
+def training_pipelines(cfg) -> List[list]:
+    """The training pipelines of ``cfg``: its train dataloader's dataset's, through wrappers
+    (one per dataset a ``ConcatDataset`` reads; a wrapper's own pipeline after its inner
+    dataset's), else ``[train_pipeline]`` (the top-level one); empty if there is none."""
+    found = _dataset_pipelines((cfg.get('train_dataloader') or {}).get('dataset'))
+    fallback = list(cfg.get('train_pipeline') or [])
+    return found or ([fallback] if fallback else [])
+
+
 def training_pipeline(cfg) -> list:
-    """The training pipeline of ``cfg``: its train dataloader's dataset's (through wrappers
-    such as ``RepeatDataset``), else the top-level ``train_pipeline``; empty if neither."""
-    dataset = (cfg.get('train_dataloader') or {}).get('dataset') or {}
-    while isinstance(dataset, dict) and 'pipeline' not in dataset and 'dataset' in dataset:
-        dataset = dataset['dataset']
-    pipeline = dataset.get('pipeline') if isinstance(dataset, dict) else None
-    return list(pipeline or cfg.get('train_pipeline') or [])
+    """The (first) training pipeline of ``cfg`` (:func:`training_pipelines`); empty if none."""
+    return next(iter(training_pipelines(cfg)), [])
 
 
 def clip_segments(cfg) -> int:

@@ -17,6 +17,7 @@ from ..analysis import count_flops, count_params
 from ..analysis.flops import clip_segments
 from ..toolkits import build_model, config_toolkit, load_config, toolkit_facts, toolkit_scope
 from .probe import EVT_STRIDES
+from .rotated import TrainingTargets, gpu_only_reason, rotated_batch, training_targets
 from .values import to_plain
 
 
@@ -99,12 +100,12 @@ def _annotations(cfg) -> Dict[str, bool]:
 
 def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
                annotations: Optional[Dict[str, bool]] = None, segments: int = 3,
-               box_type: str = 'rbox') -> dict:
+               targets: Optional[TrainingTargets] = None) -> dict:
     """A generated batch as the toolkit's dataloader gives it: uint8 images, annotations
     drawn at random (at most 3 classes, valid for any head); for mmdet the masks /
     semantic maps that ``annotations`` (:func:`_annotations`) names; for mmaction2 clips
     of ``segments`` frames (:func:`mmevt.swap.action.action_batch`); for mmrotate oriented
-    boxes of ``box_type`` (:func:`mmevt.swap.rotated.rotated_batch`).
+    boxes (and masks) as ``targets`` say (:func:`mmevt.swap.rotated.rotated_batch`).
 
     Args:
         toolkit (str): the model's toolkit.
@@ -115,8 +116,9 @@ def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
             None (neither).
         segments (int): mmaction2's frames a clip (:func:`mmevt.analysis.flops.clip_segments`).
             Defaults to 3.
-        box_type (str): mmrotate's ground-truth boxes (``'rbox'``, ``'qbox'``, ``'hbox'``:
-            :func:`mmevt.swap.rotated.training_box_type`). Defaults to ``'rbox'``.
+        targets (TrainingTargets, optional): mmrotate's ground truth, its box type and
+            masks (:func:`mmevt.swap.rotated.training_targets`). Defaults to None
+            (``'rbox'``, no masks).
 
     Returns:
         dict: ``inputs`` (``batch`` uint8 tensors of shape ``(3, size, size)``; mmaction2:
@@ -128,8 +130,8 @@ def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
         from .action import action_batch
         return action_batch(size, segments, batch, classes)
     if toolkit == 'mmrotate':
-        from .rotated import rotated_batch
-        return rotated_batch(size, batch, classes, box_type)
+        targets = targets or TrainingTargets('rbox')
+        return rotated_batch(size, batch, classes, targets.box_type, targets.masks)
     gen = torch.Generator().manual_seed(0)
     inputs = [torch.randint(0, 256, (3, size, size), generator=gen, dtype=torch.uint8)
               for _ in range(batch)]
@@ -257,22 +259,26 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
     Raises:
         ValueError: a non-finite loss, no backbone gradient, or a wrong number of
             predictions; an mmrotate model calling an mmcv op that has no CPU kernel
-            (:func:`~mmevt.swap.rotated.gpu_only_ops`: the test runs on the CPU).
+            (:func:`~mmevt.swap.rotated.gpu_only_ops`: the test runs on the CPU), or whose
+            training pipeline's ground truth cannot be read
+            (:func:`~mmevt.swap.rotated.training_targets`).
     """
     import torch
     from mmengine.optim import build_optim_wrapper
     start = time.perf_counter()
     cfg = load_config(dst)
     toolkit = config_toolkit(cfg, dst)
-    box_type = 'rbox'
+    targets = None
     if toolkit == 'mmrotate':
-        from .rotated import gpu_only_reason, training_box_type
         uses = gpu_only_reason(cfg.model)
         if uses:
             raise ValueError(f'{dst}: the smoke test runs on the CPU, and this model needs a '
                              f'GPU: {uses}, which mmcv implements for CUDA only (no CPU '
                              'kernel). The swapped config is written: train it on a GPU')
-        box_type = training_box_type(cfg)
+        try:
+            targets = training_targets(cfg)
+        except ValueError as e:
+            raise ValueError(f'{dst}: {e}') from None
     size = size or smoke_test_size(cfg.model, stages, toolkit)
     segments = clip_segments(cfg) if toolkit == 'mmaction' else None
     model_cfg = runner_model_cfg(cfg, toolkit, size)
@@ -289,7 +295,7 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
         batch, predict_batches = pose_batches(cfg, size)
     else:
         batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg),
-                           segments=segments or 3, box_type=box_type)
+                           segments=segments or 3, targets=targets)
         predict_batches = [batch]
     with toolkit_scope(toolkit), quiet_logger():
         optim = build_optim_wrapper(model, optim_cfg)
