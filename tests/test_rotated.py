@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from helpers import (CONFIGS, current_stack, demo_config_on, last_metric, load_config,
-                     load_tool, run_tool, save_untrained, unscoped)
+                     load_tool, run_tool, save_untrained, unscoped, write_config)
 
 from mmevt.models.backbones import ARCH_FAMILIES, arch_zoo
 
@@ -362,6 +362,40 @@ def test_the_smoke_batch_follows_every_transform_deciding_the_ground_truth():
     assert training_targets(_cfg([LOAD, TO_RBOX], from_masks)) == TrainingTargets('rbox')
 
 
+# mmrotate's own configs that do not load, whatever reads them, and why
+UNLOADABLE = {
+    # imports mmcls (mmpretrain's predecessor, not installed: mmcls 1.x needs mmcv < 2.1)
+    'convnext/rotated-retinanet-rbox-le90_convnext-tiny_fpn_kld-stable_adamw-1x_dota.py':
+        "Failed to import custom modules from {'imports': ['mmcls.models']",
+    # inherits rotated-retinanet-obb-le135..., a name of mmrotate 0.x the package lacks
+    'gwd/rotated-retinanet-rbox-le135_r50_fpn_gwd_1x_dota.py':
+        'rotated-retinanet-obb-le135_r50_fpn_1x_dota.py',
+}
+
+
+def test_the_ground_truth_of_every_mmrotate_config_is_read():
+    import mmrotate
+
+    from mmevt.swap.rotated import BOX_TYPES, training_targets
+    root = osp.join(osp.dirname(mmrotate.__file__), '.mim', 'configs')
+    found, unloadable = {}, {}
+    for path in sorted(glob.glob(osp.join(root, '**', '*.py'), recursive=True)):
+        name = osp.relpath(path, root)
+        if '_base_' in name.split(osp.sep):  # datasets, schedules: no model
+            continue
+        try:
+            cfg = load_config(path)
+        except (ImportError, FileNotFoundError) as e:
+            unloadable[name] = str(e)
+            continue
+        found[name] = training_targets(cfg)
+    assert sorted(unloadable) == sorted(UNLOADABLE)
+    for name, why in UNLOADABLE.items():
+        assert why in unloadable[name], unloadable[name]
+    assert len(found) > 90 and {t.box_type for t in found.values()} <= set(BOX_TYPES)
+    assert found['oriented_rcnn/oriented-rcnn-le90_r50_fpn_6x_ssdd.py'].box_type == 'rbox'
+
+
 class OddBoxes:
     """A user's transform that decides the box type by a setting the smoke test does not
     know (a class as ``type``: mmengine builds it as it is)."""
@@ -396,7 +430,6 @@ def test_ground_truth_the_smoke_test_cannot_read_is_an_error_naming_the_transfor
 
 def test_the_check_refuses_a_pipeline_it_cannot_read_naming_the_config(tmp_path):
     from mmevt.swap import smoke_test_config
-    from helpers import write_config
     dst = write_config(tmp_path / 'odd.py', f"""_base_ = {osp.join(ROTATED, EVT_T['oriented_rcnn'][0])!r}
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='mmdet.LoadAnnotations', with_bbox=True, box_type='qbox'),
@@ -430,6 +463,70 @@ def test_the_smoke_batch_has_boxes_and_masks_of_the_pipelines_kind():
     with pytest.raises(ValueError, match=r"masks one of \['polygon', 'bitmap'\] or None; got "
                                          r"'rbox' and 'poly'"):
         rotated_batch(64, 1, 1, 'rbox', 'poly')
+
+
+# Configs of users of mmrotate that the zoo has none of (the zoo's own rbox / qbox configs,
+# boxes from masks among them, are in tests/fixtures/swap_zoo.yml). Horizontal boxes: mmdet's
+# RetinaNet on DOTA in mmrotate's scope (a horizontal baseline, its head mmdet's).
+HORIZONTAL_SRC = """_base_ = 'mmrotate::rotated_retinanet/rotated-retinanet-rbox-le90_r50_fpn_1x_dota.py'
+train_dataloader = dict(dataset=dict(pipeline=[
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.LoadAnnotations', with_bbox=True, box_type='qbox'),
+    dict(type='ConvertBoxType', box_type_mapping=dict(gt_bboxes='hbox')),
+    dict(type='mmdet.Resize', scale=(1024, 1024), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs')]))
+model = dict(
+    bbox_head=dict(
+        _delete_=True, type='mmdet.RetinaHead', num_classes=15, in_channels=256,
+        feat_channels=256,
+        anchor_generator=dict(type='mmdet.AnchorGenerator', octave_base_scale=4,
+                              scales_per_octave=3, ratios=[0.5, 1.0, 2.0],
+                              strides=[8, 16, 32, 64, 128]),
+        bbox_coder=dict(type='mmdet.DeltaXYWHBBoxCoder', target_means=[0.] * 4,
+                        target_stds=[1.] * 4),
+        loss_cls=dict(type='mmdet.FocalLoss', use_sigmoid=True, gamma=2.0, alpha=0.25,
+                      loss_weight=1.0),
+        loss_bbox=dict(type='mmdet.L1Loss', loss_weight=1.0)),
+    train_cfg=dict(assigner=dict(iou_calculator=dict(type='mmdet.BboxOverlaps2D'))),
+    test_cfg=dict(nms=dict(type='nms', iou_threshold=0.5)))
+"""
+# The SAR ship pipeline keeping the polygon masks its rotated boxes are made from.
+KEPT_MASKS_SRC = """_base_ = 'mmrotate::oriented_rcnn/oriented-rcnn-le90_r50_fpn_6x_hrsid.py'
+train_dataloader = dict(dataset=dict(pipeline=[
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.LoadAnnotations', with_bbox=True, with_mask=True, poly2mask=False),
+    dict(type='ConvertMask2BoxType', box_type='rbox', keep_mask=True),
+    dict(type='mmdet.Resize', scale=(800, 800), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs')]))
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('src, boxes, masks', [
+    (HORIZONTAL_SRC, 'HorizontalBoxes', None),
+    (KEPT_MASKS_SRC, 'RotatedBoxes', 'PolygonMasks'),
+], ids=['hbox', 'kept-polygon-masks'])
+def test_the_check_trains_on_the_ground_truth_the_pipeline_gives(src, boxes, masks, tmp_path,
+                                                                  monkeypatch):
+    # a user's config, swapped and smoke-tested as `mmevt-swap SRC --check` does; the batch
+    # the check trained on is the one rotated_batch made
+    import mmevt.swap.smoke as smoke
+    from mmevt.swap import smoke_test_config, swap_config
+    made = []
+
+    def recorded(*args):
+        made.append(rotated_batch(*args))
+        return made[-1]
+    rotated_batch = smoke.rotated_batch
+    monkeypatch.setattr(smoke, 'rotated_batch', recorded)
+    src_path = write_config(tmp_path / 'src.py', src)
+    dst = str(tmp_path / 'dst.py')
+    plan, _, _ = swap_config(src_path, 'evt-test', dst, log=lambda _: None)
+    result = smoke_test_config(dst, stages=plan.stages, flops=False, log=lambda _: None)
+    assert result.backbone_grad_norm > 0 and result.num_predictions == 2
+    gt = made[0]['data_samples'][0].gt_instances
+    assert type(gt.bboxes).__name__ == boxes
+    assert type(gt.get('masks')).__name__ == (masks or 'NoneType')
 
 
 def test_the_models_needing_a_gpu_are_found_by_their_modules():

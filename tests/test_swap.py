@@ -3,7 +3,9 @@
 The zoo test runs every entry of ``tests/fixtures/swap_zoo.yml`` in-process: swap with
 ``evt-test``, then :func:`mmevt.swap.smoke_test_config` (one training step with a finite loss
 and non-zero backbone gradients, one prediction) on a generated batch; for mmrotate's models
-with CUDA-only mmcv ops (``needs_gpu``) the swap is written and the smoke test refused.
+with CUDA-only mmcv ops (``needs_gpu``) the swap is written and the smoke test refused, and
+for the others the smoke batch's boxes are of the entry's ``box_type`` (whatever transform of
+the training pipeline decides it: rotated boxes from polygon masks in the SAR ship configs).
 mmaction2's swaps, refusals and counts are tested in ``tests/test_action.py`` too, mmrotate's
 in ``tests/test_rotated.py``.
 """
@@ -16,6 +18,7 @@ import yaml
 from helpers import (REPO, UPSTREAM_ONLY_TOOLKITS, current_stack, load_config, run_tool,
                      toolkit_tool_env, write_config)
 
+from mmevt.models.backbones import arch_zoo
 from mmevt.swap import (BackboneOutputs, check_config, concatenated_outputs, family_config,
                         map_outputs, remap_channels, remap_featuremap_size, smoke_test_config,
                         swap_config)
@@ -70,6 +73,9 @@ def test_zoo_config_swaps_trains_and_predicts(entry, tmp_path):
     result = smoke_test_config(dst, stages=plan.stages, flops=False, log=_quiet)
     assert result.backbone_grad_norm > 0 and result.num_predictions == 2
     cfg = load_config(dst)
+    if 'box_type' in entry:  # mmrotate: the smoke batch's boxes, as the pipeline ends
+        from mmevt.swap.rotated import training_box_type
+        assert training_box_type(cfg) == entry['box_type']
     # mmaction2's Recognizer2D unpacks the maps of 'mmpretrain.' backbones only
     kind = 'mmpretrain.EVT' if entry['src'].startswith('mmaction::') else 'EVT'
     assert cfg.model.backbone.type == kind and cfg.model.backbone.arch == 'evt-test'
@@ -162,7 +168,7 @@ def test_only_the_neck_is_remapped_not_the_heads_that_read_it(tmp_path):
     dst, plan, text = _swap('mmdet::faster_rcnn/faster-rcnn_r50_fpn_1x_coco.py', tmp_path,
                             arch='evt-s')
     cfg = load_config(dst)
-    assert cfg.model.neck.in_channels == [64, 128, 256, 512]
+    assert cfg.model.neck.in_channels == arch_zoo['evt-s']['embed_dims']
     assert cfg.model.rpn_head.in_channels == 256
     assert cfg.model.roi_head.bbox_head.in_channels == 256
     assert 'rpn_head' not in text and 'roi_head' not in text
@@ -232,7 +238,7 @@ def test_a_user_config_file_is_inherited_from_the_written_configs_folder(tmp_pat
     swap_config(src, 'evt-t', dst, log=_quiet)
     cfg = load_config(dst)
     assert cfg.model.bbox_head.num_classes == 3
-    assert cfg.model.neck.in_channels == [64, 128, 256, 512]
+    assert cfg.model.neck.in_channels == arch_zoo['evt-t']['embed_dims']
     with open(dst) as f:
         assert "_base_ = '../mine/retina.py'" in f.read()
 
