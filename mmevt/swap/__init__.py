@@ -53,6 +53,9 @@ The package, one module per step:
   mmpose configs through their own pipelines;
 - :mod:`.action`: mmaction2's recognizers: which can be swapped (the refusals), the
   backbone type they take, the smoke test's clips ``(N, segments, 3, H, W)``;
+- :mod:`.rotated`: mmrotate's detectors: the smoke test's ground truth as the config's
+  training pipeline gives it (box type, masks: :func:`~.rotated.training_targets`), the
+  models needing a GPU;
 - :mod:`.cli`: the ``mmevt-swap`` command;
 - :mod:`.values`: config values as plain containers / lists, shared by the steps.
 """
