@@ -364,10 +364,10 @@ def test_the_smoke_batch_follows_every_transform_deciding_the_ground_truth():
 
 # mmrotate's own configs that do not load, whatever reads them, and why
 UNLOADABLE = {
-    # imports mmcls (mmpretrain's predecessor, not installed: mmcls 1.x needs mmcv < 2.1)
+    # imports mmcls (mmpretrain's predecessor), which neither stack installs
     'convnext/rotated-retinanet-rbox-le90_convnext-tiny_fpn_kld-stable_adamw-1x_dota.py':
         "Failed to import custom modules from {'imports': ['mmcls.models']",
-    # inherits rotated-retinanet-obb-le135..., a name of mmrotate 0.x the package lacks
+    # inherits rotated-retinanet-obb-le135_r50_fpn_1x_dota.py, a file mmrotate's package lacks
     'gwd/rotated-retinanet-rbox-le135_r50_fpn_gwd_1x_dota.py':
         'rotated-retinanet-obb-le135_r50_fpn_1x_dota.py',
 }
@@ -430,7 +430,8 @@ def test_ground_truth_the_smoke_test_cannot_read_is_an_error_naming_the_transfor
 
 def test_the_check_refuses_a_pipeline_it_cannot_read_naming_the_config(tmp_path):
     from mmevt.swap import smoke_test_config
-    dst = write_config(tmp_path / 'odd.py', f"""_base_ = {osp.join(ROTATED, EVT_T['oriented_rcnn'][0])!r}
+    base = osp.join(ROTATED, EVT_T['oriented_rcnn'][0])
+    dst = write_config(tmp_path / 'odd.py', f"""_base_ = {base!r}
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='mmdet.LoadAnnotations', with_bbox=True, box_type='qbox'),
     dict(type='ConvertBoxType', box_type_mapping=dict(gt_bboxes='xyxy'))]))
@@ -468,7 +469,8 @@ def test_the_smoke_batch_has_boxes_and_masks_of_the_pipelines_kind():
 # Configs of users of mmrotate that the zoo has none of (the zoo's own rbox / qbox configs,
 # boxes from masks among them, are in tests/fixtures/swap_zoo.yml). Horizontal boxes: mmdet's
 # RetinaNet on DOTA in mmrotate's scope (a horizontal baseline, its head mmdet's).
-HORIZONTAL_SRC = """_base_ = 'mmrotate::rotated_retinanet/rotated-retinanet-rbox-le90_r50_fpn_1x_dota.py'
+HORIZONTAL_SRC = """_base_ = \
+    'mmrotate::rotated_retinanet/rotated-retinanet-rbox-le90_r50_fpn_1x_dota.py'
 train_dataloader = dict(dataset=dict(pipeline=[
     dict(type='mmdet.LoadImageFromFile'),
     dict(type='mmdet.LoadAnnotations', with_bbox=True, box_type='qbox'),
