@@ -1,7 +1,7 @@
 # mmevt: `make demo` (the main job) and `make test` (the whole suite, upstream OpenMMLab).
 # Each target creates its environment on first use (tools/bootstrap.sh) and reuses it after.
 # `make test-fork` runs the whole suite on the onedl fork (its own venv, .venv-fork);
-# `make test-fork-ci` the subset CI runs there (README, "Which stack").
+# `make test-fork-ci` the subset CI runs there (docs/stacks.md).
 VENV ?= $(if $(MMEVT_VENV),$(MMEVT_VENV),$(CURDIR)/.venv)
 FORK_VENV ?= $(CURDIR)/.venv-fork
 PY := $(VENV)/bin/python

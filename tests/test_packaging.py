@@ -20,16 +20,13 @@ from packaging.requirements import Requirement
 
 from helpers import COPY_SKIP, CONFIGS, HANG_TIMEOUT, REPO, load_tool, tool_env
 
-README_SECTION = '## Add EVT to your own environment'
+OWN_ENV_DOC = osp.join(REPO, 'docs', 'own_environment.md')
 
 
-def readme_blocks(lang: str):
-    """The fenced ``lang`` blocks of the README's "own environment" section."""
-    with open(osp.join(REPO, 'README.md')) as f:
-        text = f.read()
-    assert README_SECTION in text, 'the README lost its "own environment" section'
-    section = text.split(README_SECTION, 1)[1].split('\n## ', 1)[0]
-    return re.findall(rf'```{lang}\n(.*?)```', section, flags=re.S)
+def doc_blocks(lang: str):
+    """The fenced ``lang`` blocks of docs/own_environment.md, the page these tests run."""
+    with open(OWN_ENV_DOC) as f:
+        return re.findall(rf'```{lang}\n(.*?)```', f.read(), flags=re.S)
 
 
 def cls_config_names():
@@ -252,7 +249,7 @@ def _run(cmd, cwd, env, timeout=HANG_TIMEOUT):
 
 
 def _pip_command(line: str, site: str):
-    """A README ``pip`` line as run here: this interpreter's pip, the install into ``site``
+    """A ``pip`` line of docs/own_environment.md as run here: this interpreter's pip, the install into ``site``
     (``--target``, no deps) so the test leaves the project's environment untouched."""
     args = line.split()
     assert args[0] == 'pip', line
@@ -264,11 +261,11 @@ def _pip_command(line: str, site: str):
 
 @pytest.mark.e2e
 def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
-    # the README's commands, from a copy of the sources (the build leaves build/ behind)
+    # the page's commands, from a copy of the sources (the build leaves build/ behind)
     src, user, site = tmp_path / 'mmevt-src', tmp_path / 'user', tmp_path / 'site'
     shutil.copytree(REPO, src, ignore=COPY_SKIP)
     user.mkdir()
-    bash = [ln.split('#')[0].strip() for b in readme_blocks('bash') for ln in b.splitlines()]
+    bash = [ln.split('#')[0].strip() for b in doc_blocks('bash') for ln in b.splitlines()]
     pip_lines = [ln.replace('/path/to/mmevt', str(src)) for ln in bash if ln.startswith('pip')]
     assert [ln.split()[:2] for ln in pip_lines] == [['pip', 'wheel'], ['pip', 'install']]
     assert '--no-build-isolation' in pip_lines[0] and '--no-deps' in pip_lines[0]
@@ -305,9 +302,9 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
     _run(_pip_command(pip_lines[1], str(site)), cwd=user, env=env)
     assert not osp.exists(site / 'torch')  # --no-deps: nothing but mmevt
 
-    # the README's user configs, from a directory without the sources
+    # the page's user configs, from a directory without the sources
     env['PYTHONPATH'] = str(site)
-    blocks = readme_blocks('python')
+    blocks = doc_blocks('python')
     configs = [b for b in blocks if '_base_' in b]
     assert any("'mmevt::" in b for b in configs) and any('custom_imports' in b for b in configs)
     for i, text in enumerate(configs):
