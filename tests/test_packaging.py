@@ -36,19 +36,51 @@ def cls_config_names():
 
 
 # ------------------------------------------------------------------ model names (in-process)
-def test_metafile_names_every_classification_config_once():
+def test_the_model_zoo_is_the_tools_output_and_names_every_config_once():
+    # metafiles, family READMEs, model-index.yml and docs/zoo.md: tools/misc/make_metafile.py
     from mmengine.fileio import load
 
-    render_metafile = load_tool('tools/misc/make_metafile.py').render_metafile
-    with open(osp.join(CONFIGS, 'cls', 'metafile.yml')) as f:
-        assert f.read() == render_metafile(REPO), 'run tools/misc/make_metafile.py'
-    models = load(osp.join(CONFIGS, 'cls', 'metafile.yml'))['Models']
-    names = [m['Name'] for m in models]
-    assert sorted(names) == cls_config_names()
-    for m in models:
-        assert osp.splitext(osp.basename(m['Config']))[0] == m['Name']
-        assert osp.isfile(osp.join(REPO, m['Config'])), m['Config']
-    assert load(osp.join(REPO, 'model-index.yml'))['Import'] == ['configs/cls/metafile.yml']
+    tool = load_tool('tools/misc/make_metafile.py')
+    assert tool.stale(REPO) == [], 'run tools/misc/make_metafile.py'
+    index = load(osp.join(REPO, 'model-index.yml'))['Import']
+    families = sorted(glob.glob(osp.join(CONFIGS, '*', '*', '*.py')))
+    family_dirs = {osp.dirname(p) for p in families
+                   if osp.basename(osp.dirname(p)) != '_base_'
+                   and not p.startswith(osp.join(CONFIGS, 'demo'))
+                   and not p.startswith(osp.join(CONFIGS, 'deploy'))}
+    assert sorted(index) == sorted(
+        osp.relpath(osp.join(d, 'metafile.yml'), REPO) for d in family_dirs)
+    names, collections = [], []
+    for meta in index:
+        data = load(osp.join(REPO, meta))
+        collections += [c['Name'] for c in data['Collections']]
+        assert osp.isfile(osp.join(REPO, data['Collections'][0]['README']))
+        for m in data['Models']:
+            names.append(m['Name'])
+            assert osp.splitext(osp.basename(m['Config']))[0] == m['Name']
+            assert osp.dirname(m['Config']) == osp.dirname(meta), m['Config']
+            assert osp.isfile(osp.join(REPO, m['Config'])), m['Config']
+            # results only where weights exist: the RMT authors', converted
+            assert ('Results' in m) == ('Converted From' in m), m['Name']
+            if 'Results' in m:
+                assert '_rmt-' in m['Config'] or '/rmt/' in m['Config'], m['Name']
+    assert len(names) == len(set(names)) and len(collections) == len(set(collections))
+    shipped = sorted(osp.splitext(osp.basename(p))[0] for d in family_dirs
+                     for p in glob.glob(osp.join(d, '*.py')))
+    assert sorted(names) == shipped
+    # the authors' numbers are the converter's (one source): RMT-T's top-1
+    rmt_t = [m for m in load(osp.join(CONFIGS, 'cls', 'rmt', 'metafile.yml'))['Models']
+             if m['Name'] == 'rmt-t_8xb128_in1k'][0]
+    from mmevt.converters.rmt import README_TOP1
+    assert rmt_t['Results'][0]['Metrics']['Top 1 Accuracy'] == README_TOP1['rmt-t']
+
+
+def test_the_zoo_tool_refuses_a_family_it_does_not_know(tmp_path):
+    tool = load_tool('tools/misc/make_metafile.py')
+    (tmp_path / 'configs' / 'det' / 'new_family').mkdir(parents=True)
+    (tmp_path / 'configs' / 'det' / 'new_family' / 'x_evt-t.py').write_text('')
+    with pytest.raises(ValueError, match='configs/det/new_family has no entry in FAMILIES'):
+        tool.family_configs(str(tmp_path))
 
 
 def test_mmpretrain_get_model_and_list_models_take_evt_names(tmp_path):
@@ -275,7 +307,7 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
     wheels = glob.glob(str(user / 'dist' / 'mmevt-*.whl'))
     assert len(wheels) == 1, wheels
     names = zipfile.ZipFile(wheels[0]).namelist()
-    for must in ('mmevt/.mim/model-index.yml', 'mmevt/.mim/configs/cls/metafile.yml',
+    for must in ('mmevt/.mim/model-index.yml', 'mmevt/.mim/configs/cls/evt/metafile.yml',
                  'mmevt/.mim/configs/det/mask_rcnn/mask-rcnn_evt-s_fpn_1x_coco.py',
                  'mmevt/.mim/tools/train.py', 'mmevt/.mim/tools/test.py',
                  'mmevt/.mim/tools/deployment/pytorch2onnx.py'):
