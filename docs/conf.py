@@ -3,7 +3,6 @@ OpenMMLab projects do). Build: ``make docs`` (warnings are errors); the site lan
 ``docs/_build/html``. ``tests/test_docs_site.py`` builds it too."""
 import importlib
 import inspect
-import os
 import os.path as osp
 import sys
 from typing import Dict, List

@@ -22,9 +22,6 @@ import os.path as osp
 import warnings
 from typing import List, Optional
 
-# where they lived before mmevt's patches moved to mmevt.patches (kept for one release)
-from .patches.config_resolution import (PACKAGE, enable_config_index_cache,  # noqa: F401
-                                        enable_config_prefix)
 
 MODEL_INDEX = 'model-index.yml'
 # the metafiles mmpretrain's ModelHub gets: its models are classifiers

@@ -369,3 +369,34 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
                cwd=user, env=env)
     assert 'Iter(train) [2/2]' in log, log[-3000:]
     assert osp.isfile(user / 'work' / 'iter_2.pth')
+
+
+# ------------------------------------------------------------------ one way per name
+def _reexport_only(path: str) -> bool:
+    """A module whose body is only imports (and ``__all__``, a docstring, a ``__main__``
+    guard): an alias of names that live elsewhere."""
+    import ast
+    body = ast.parse(open(path).read()).body
+    own = [n for n in body
+           if not isinstance(n, (ast.Import, ast.ImportFrom, ast.Expr, ast.If))
+           and not (isinstance(n, ast.Assign) and [getattr(t, 'id', None) for t in n.targets]
+                    == ['__all__'])]
+    return not own and any(isinstance(n, ast.ImportFrom) for n in body)
+
+
+def test_no_module_merely_re_exports_another(tmp_path):
+    # 0.2.0 removed the aliases of moved modules (mmevt.deployment, mmevt.deploy_mmdeploy,
+    # mmevt.mmdeploy_compat, mmevt.utils.atomic_io / dist / rmt_convert): each name is
+    # imported from one place. A package's __init__ gathers its own modules' names.
+    aliases = [osp.relpath(p, REPO) for p in glob.glob(osp.join(REPO, 'mmevt', '**', '*.py'),
+                                                      recursive=True)
+               if osp.basename(p) != '__init__.py' and _reexport_only(p)]
+    assert aliases == [], f'modules that only re-export names of others: {aliases}'
+    for gone in ('mmevt.deployment', 'mmevt.deploy_mmdeploy', 'mmevt.mmdeploy_compat',
+                 'mmevt.utils.atomic_io', 'mmevt.utils.dist', 'mmevt.utils.rmt_convert'):
+        assert importlib.util.find_spec(gone) is None, gone
+    # the check finds an alias module, and passes one with code of its own
+    (tmp_path / 'alias.py').write_text('"""Moved."""\nfrom .x import y\n__all__ = [\'y\']\n')
+    (tmp_path / 'own.py').write_text('from .x import y\n\n\ndef z():\n    return y\n')
+    assert _reexport_only(str(tmp_path / 'alias.py'))
+    assert not _reexport_only(str(tmp_path / 'own.py'))
