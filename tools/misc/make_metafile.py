@@ -115,23 +115,21 @@ EVT_PAPER_CLS = {
     'evt-l_8xb128_in1k_test-imagenet-a': 'paper: 55.5',
     'evt-l_8xb128_in1k_test-imagenet-r': 'paper: 56.9',
 }
-BIBTEX = {
-    'evt': """@misc{evt2026,
-  title         = {Advancing Vision Transformer with Enhanced Spatial Priors},
-  year          = {2026},
-  eprint        = {2604.18549},
-  archivePrefix = {arXiv},
-  note          = {Authors: see the arXiv page (docs/citation.md)}
-}""",
-    'rmt': """@inproceedings{fan2024rmt,
-  title     = {RMT: Retentive Networks Meet Vision Transformers},
-  author    = {Fan, Qihang and Huang, Huaibo and Chen, Mingrui and Liu, Hongmin and He, Ran},
-  booktitle = {Proceedings of the IEEE/CVF Conference on Computer Vision and Pattern Recognition (CVPR)},
-  year      = {2024},
-  eprint    = {2309.11523},
-  archivePrefix = {arXiv}
-}""",
-}
+# the papers' BibTeX: docs/citation.md's blocks (one copy), by their keys
+BIBTEX_KEYS = {'evt': 'evt2026', 'rmt': 'fan2024rmt'}
+
+
+def bibtex() -> Dict[str, str]:
+    """``{'evt': entry, 'rmt': entry}`` from docs/citation.md."""
+    text = open(osp.join(REPO, 'docs', 'citation.md')).read()
+    blocks = re.findall(r'```bibtex\n(.*?)```', text, flags=re.S)
+    out = {}
+    for short, key in BIBTEX_KEYS.items():
+        found = [b.strip() for b in blocks if re.match(rf'@\w+{{{key},', b)]
+        if len(found) != 1:
+            raise ValueError(f'docs/citation.md needs one BibTeX entry {key!r}')
+        out[short] = found[0]
+    return out
 
 
 def _load(rel: str):
@@ -249,8 +247,9 @@ def render_readme(family: str, configs: List[str]) -> str:
             '## Configs', '',
             f'| config | dataset | {metric} (reported) | weights |', '|---|---|---|---|',
             *rows, '', '## Citation', '', '```bibtex']
+    entries = bibtex()
     for i, key in enumerate(cites):
-        text += ([''] if i else []) + BIBTEX[key].splitlines()
+        text += ([''] if i else []) + entries[key].splitlines()
     text += ['```', '']
     return '\n'.join(text)
 
