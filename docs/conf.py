@@ -87,8 +87,10 @@ def api_entries() -> Dict[str, List[tuple]]:
             if key in seen:
                 continue
             seen.add(key)
+            # a constant is named, not autodoc'ed: autodoc would show its type's docstring
+            # (dict's, tuple's) where the constant has none of its own
             kind = ('autoclass' if inspect.isclass(obj) else
-                    'autofunction' if callable(obj) else 'autodata')
+                    'autofunction' if callable(obj) else 'py:data')
             rows.append((kind, f'{pkg}.{name}'))
         out[pkg] = rows
     return out
