@@ -24,6 +24,9 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 TASKS = ('cls', 'det', 'seg', 'pose', 'rotated', 'action')
+TASK_TITLES = {'cls': 'Image classification', 'det': 'Object detection and instance segmentation',
+               'seg': 'Semantic segmentation', 'pose': 'Pose estimation',
+               'rotated': 'Rotated object detection', 'action': 'Action recognition'}
 EVT_PAPER = ('Advancing Vision Transformer with Enhanced Spatial Priors',
              'https://arxiv.org/abs/2604.18549')
 RMT_PAPER = ('RMT: Retentive Networks Meet Vision Transformers',
@@ -260,38 +263,41 @@ def render_index(families: Dict[str, List[str]]) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def render_zoo_page(families: Dict[str, List[str]]) -> str:
-    """``docs/zoo.md``: every family's configs, from the same data as the metafiles."""
+def render_zoo_page(metafiles: Dict[str, str]) -> str:
+    """``docs/zoo.md`` from the metafiles' text (``{path: yaml}``, model-index order): each
+    collection's configs and, where weights exist, their Results."""
+    import yaml
     text = ['# Model zoo', '', f'<!-- {GENERATED} -->', '',
-            'Every config mmevt ships, by task and family, as its metafile lists it '
+            'Every config mmevt ships, by task and family, as the metafiles list it '
             '(`model-index.yml` imports them all; `mim` and mmpretrain\'s model hub read that '
             'format). **No EVT weights exist**, and nothing was trained on ImageNet, COCO, '
-            'ADE20K, DOTA or Kinetics here. A number in the tables is the EVT paper\'s or the '
-            'RMT authors\', labelled as theirs; the RMT rows are the only ones with weights '
-            '(the authors\', converted: [checkpoints](checkpoints.md)). Params and FLOPs we '
-            'measured: [params and FLOPs](model_zoo.md), and the task pages.', '']
-    for task in TASKS:
-        fams = [f for f in families if f.startswith(task + '/')]
-        if not fams:
-            continue
-        text += [f'## {FAMILIES[fams[0]].task if task != "det" else "Detection"}', '']
-        for family in fams:
-            fam = FAMILIES[family]
-            metric = ' / '.join(fam.metrics)
-            text += [f'### {fam.title}', '', f'{fam.about} Family page: '
-                     f'`configs/{family}/README.md`.', '',
-                     f'| config | {metric} (reported) | weights |', '|---|---|---|']
-            for rel in families[family]:
-                name = osp.splitext(osp.basename(rel))[0]
-                number = reported(family, name)
-                who = ('-' if number is None else
-                       f"{number.split(': ', 1)[1]} (RMT authors')"
-                       if number.startswith('authors:') else
-                       f"{number.split(': ', 1)[1]} (EVT paper's)")
-                weights = ('converted from the authors\''
-                           if number and number.startswith('authors:') else 'none')
-                text.append(f'| `{rel}` | {who} | {weights} |')
-            text.append('')
+            'ADE20K, DOTA or Kinetics here: results are listed only where weights exist, the '
+            'RMT authors\' (their numbers, `Converted From` their release: '
+            '[checkpoints](checkpoints.md)). The EVT paper\'s numbers are in each family\'s '
+            'README, labelled as the paper\'s. Params and FLOPs we measured: '
+            '[params and FLOPs](model_zoo.md), and the task pages.', '']
+    task = None
+    for path, body in metafiles.items():
+        meta = yaml.safe_load(body)
+        collection = meta['Collections'][0]
+        models = meta['Models']
+        results = [m for m in models if 'Results' in m]
+        if path.split('/')[1] != task:
+            task = path.split('/')[1]
+            text += [f'## {TASK_TITLES[task]}', '']
+        text += [f"### {collection['Name']}", '',
+                 f"{collection['Metadata']['Training Data']}; paper: "
+                 f"[{collection['Paper']['Title']}]({collection['Paper']['URL']}); family page: "
+                 f"`{collection['README']}`.", '']
+        metrics = list(results[0]['Results'][0]['Metrics']) if results else []
+        head = ['config', *[f'{m} (RMT authors\')' for m in metrics], 'weights']
+        text += ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+        for m in models:
+            values = ([str(v) for v in m['Results'][0]['Metrics'].values()] if 'Results' in m
+                      else ['-'] * len(metrics))
+            weights = 'converted from the authors\'' if 'Converted From' in m else 'none'
+            text.append('| ' + ' | '.join([f"`{m['Config']}`", *values, weights]) + ' |')
+        text.append('')
     return '\n'.join(text)
 
 
@@ -303,7 +309,8 @@ def render_all(repo: str) -> Dict[str, str]:
         out[f'configs/{family}/metafile.yml'] = render_metafile(family, configs)
         out[f'configs/{family}/README.md'] = render_readme(family, configs)
     out['model-index.yml'] = render_index(families)
-    out['docs/zoo.md'] = render_zoo_page(families)
+    out['docs/zoo.md'] = render_zoo_page({p: text for p, text in out.items()
+                                          if p.endswith('metafile.yml')})
     return out
 
 
