@@ -287,7 +287,7 @@ def test_mmpretrain_timm_backbone_trains():
     model.init_weights()
     assert isinstance(model.backbone.timm_model.model, EVTClassifier)
     with torch.no_grad():
-        feats = model.extract_feat(torch.randn(1, 3, 64, 64))
+        feats = model.backbone(torch.randn(1, 3, 64, 64))
     assert [tuple(f.shape) for f in feats] == [(1, 384, 4, 4), (1, 768, 2, 2)]
     wrapper = OptimWrapper(torch.optim.AdamW(model.parameters(), lr=1e-3))
     data = dict(inputs=[torch.randint(0, 255, (3, 64, 64), dtype=torch.uint8)] * 2,
