@@ -37,7 +37,7 @@ mmengine_spec=${prefix}mmengine==$(pin "${prefix}mmengine" "$req/$stack.txt")
 py=$venv/bin/python
 
 # Everything that decides the environment's contents; a change re-runs the installs.
-want=$(cat "$req"/{torch,runtime,tests,no-deps,pose-upstream,action-upstream,rotate-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0" "$repo/tools/build_mmaction2_wheel.py" $(find "$repo/tools/patches" -type f -name '*.py' | sort); echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
+want=$(cat "$req"/{torch,runtime,tests,timm-suite,no-deps,pose-upstream,action-upstream,rotate-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0" "$repo/tools/build_mmaction2_wheel.py" $(find "$repo/tools/patches" -type f -name '*.py' | sort); echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
 want_hash=$(printf '%s' "$want" | sha256sum | cut -c1-16)
 stamp=$venv/.mmevt-env
 
@@ -164,6 +164,9 @@ pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"
 # that still has pkg_resources (what the toolkits' own tools need on upstream mmengine)
 "$py" -m pip download -q --no-deps -d "$venv/.mmevt-test-wheels" mmengine==0.10.7 \
   'setuptools>=77.0.3,<82'
+# timm's sdist (its tests/test_models.py, which the wheel lacks) for tests/test_timm_suite.py
+"$py" -m pip download -q --no-deps --no-binary :all: --require-hashes \
+  -d "$venv/.mmevt-test-wheels" -r "$req/timm-suite.txt"
 mmcv_ok || { log "mmcv was replaced by a dependency install"; exit 1; }
 echo "$want_hash" > "$stamp"
 log "environment ready: $venv ($tag)"
