@@ -77,7 +77,11 @@ if [[ $have_torch != "$torch_ver $tv_ver" ]]; then
   pipi "${extra[@]}" "torch==$torch_ver" "torchvision==$tv_ver"
 fi
 constraints=$venv/.mmevt-constraints.txt
-"$py" -c 'import torch, torchvision; print(f"torch=={torch.__version__}\ntorchvision=={torchvision.__version__}")' > "$constraints"
+# pinned to the installed distributions' versions: a torch wheel's metadata can lack the local
+# label its torch.__version__ carries (2.14.1 vs 2.14.1+cu130), and a pin pip cannot match
+# makes every package that depends on torch (timm) unresolvable
+"$py" -c 'from importlib.metadata import version as v
+print("torch==" + v("torch")); print("torchvision==" + v("torchvision"))' > "$constraints"
 echo "$mmcv_dist==$mmcv_ver" >> "$constraints"
 
 # 2. mmengine (mmcv's setup.py imports it).
