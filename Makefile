@@ -1,7 +1,7 @@
 # mmevt: `make demo` (the main job) and `make test` (the whole suite, upstream OpenMMLab).
 # Each target creates its environment on first use (tools/bootstrap.sh) and reuses it after.
 # `make test-fork` runs the whole suite on the onedl fork (its own venv, .venv-fork);
-# `make test-fork-ci` the subset CI runs there (README, "Which stack").
+# `make test-fork-ci` the subset CI runs there (docs/stacks.md).
 VENV ?= $(if $(MMEVT_VENV),$(MMEVT_VENV),$(CURDIR)/.venv)
 FORK_VENV ?= $(CURDIR)/.venv-fork
 PY := $(VENV)/bin/python
@@ -27,7 +27,7 @@ FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_confi
 # form the pytest-xdist group `slurm`: --dist loadgroup runs them in one worker, one cluster.
 PYTEST_DIST := --dist loadgroup
 
-.PHONY: env env-fork slurm demo test test-fork test-fork-ci complexity gpu-deps gpu-rehearsal
+.PHONY: env env-fork slurm demo test test-fork test-fork-ci docs complexity gpu-deps gpu-rehearsal
 
 env:
 	@bash tools/bootstrap.sh
@@ -49,6 +49,13 @@ test-fork: env-fork slurm
 
 test-fork-ci: env-fork slurm
 	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) $(FORK_CI_TESTS)
+
+# The documentation site (Sphinx + myst-parser, docs/conf.py), warnings as errors; the model
+# zoo's pages are checked up to date first (tools/misc/make_metafile.py writes them).
+docs: env
+	$(PY) tools/misc/make_metafile.py --check
+	$(PY) -m sphinx -b html -W --keep-going -q -d docs/_build/doctrees docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
 
 complexity: env
 	$(PY) tools/analysis/complexity.py

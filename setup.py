@@ -6,8 +6,7 @@ layout that ``mmengine`` reads for ``mmevt::`` config paths: ``mmevt/.mim/config
 same in their ``setup.py`` (``add_mim_extension``: a copy for a wheel, a symlink for
 ``setup.py develop``, written into the source tree). Here the copy goes straight into the
 build directory, so the source tree is never written to; an editable install gets no
-``.mim`` at all (its package is the checkout; see the README, "Add EVT to your own
-environment").
+``.mim`` at all (its package is the checkout; see docs/own_environment.md).
 """
 import os
 import os.path as osp

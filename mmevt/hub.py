@@ -9,7 +9,11 @@ classification model names in mmpretrain.
   mmevt is installed from a wheel (which carries ``mmevt/.mim/configs``, ``.mim/tools`` and
   ``.mim/model-index.yml``: ``setup.py``);
 - ``mmpretrain.get_model('evt-t_8xb128_in1k')``, ``list_models('*evt*')`` and
-  ``ImageClassificationInferencer`` know the names of ``configs/cls/metafile.yml``.
+  ``ImageClassificationInferencer`` know the names of the classification metafiles
+  (``configs/cls/*/metafile.yml``).
+
+``model-index.yml`` imports the metafiles of every task (OpenMMLab's model-index format);
+mmpretrain gets the classification ones only (:data:`HUB_TASK_DIR`).
 
 Only what runs at import is here; writing that metafile from the configs is a build step,
 ``tools/misc/make_metafile.py``.
@@ -18,11 +22,10 @@ import os.path as osp
 import warnings
 from typing import List, Optional
 
-# where they lived before mmevt's patches moved to mmevt.patches (kept for one release)
-from .patches.config_resolution import (PACKAGE, enable_config_index_cache,  # noqa: F401
-                                        enable_config_prefix)
 
 MODEL_INDEX = 'model-index.yml'
+# the metafiles mmpretrain's ModelHub gets: its models are classifiers
+HUB_TASK_DIR = 'configs/cls/'
 
 
 def mim_root() -> Optional[str]:
@@ -41,8 +44,8 @@ def mim_root() -> Optional[str]:
 
 
 def register_model_names() -> List[str]:
-    """Register ``configs/cls/metafile.yml`` (through the model index) with mmpretrain's
-    ``ModelHub``.
+    """Register the classification metafiles of the model index (:func:`hub_metafiles`)
+    with mmpretrain's ``ModelHub``.
 
     A no-op where mmpretrain is not installed, where the package data is absent, or where
     the names are already registered (a second import, e.g. ``importlib.reload``):
@@ -63,16 +66,37 @@ def register_model_names() -> List[str]:
     names = model_names(root)
     if all(ModelHub.has(name) for name in names):
         return names
+    taken = [name for name in names if ModelHub.has(name)]
+    if taken:  # checked before registering any: a clash must not leave half of ours in
+        warnings.warn(f'mmevt: model names not registered with mmpretrain: {taken} are '
+                      'registered already')
+        return []
     try:
-        ModelHub.register_model_index(osp.join(root, MODEL_INDEX), config_prefix=root)
+        for meta in hub_metafiles(root):  # a metafile is a model index of its own
+            ModelHub.register_model_index(osp.join(root, meta), config_prefix=root)
     except ValueError as err:  # a name clash with models registered by someone else
         warnings.warn(f'mmevt: model names not registered with mmpretrain: {err}')
         return []
     return names
 
 
+def hub_metafiles(root: str) -> List[str]:
+    """The metafiles of ``<root>/model-index.yml`` whose models mmpretrain builds: those
+    under ``configs/cls/`` (:data:`HUB_TASK_DIR`).
+
+    Args:
+        root (str): directory of ``model-index.yml`` (see :func:`mim_root`).
+
+    Returns:
+        list[str]: paths relative to ``root``, in index order.
+    """
+    from mmengine.fileio import load
+    index = load(osp.join(root, MODEL_INDEX))
+    return [meta for meta in index['Import'] if meta.startswith(HUB_TASK_DIR)]
+
+
 def model_names(root: str) -> List[str]:
-    """Model names listed by the metafiles that ``<root>/model-index.yml`` imports.
+    """Model names listed by the classification metafiles (:func:`hub_metafiles`).
 
     Args:
         root (str): directory of ``model-index.yml`` (see :func:`mim_root`).
@@ -81,8 +105,7 @@ def model_names(root: str) -> List[str]:
         list[str]: lower-case names, in file order.
     """
     from mmengine.fileio import load
-    index = load(osp.join(root, MODEL_INDEX))
     names = []
-    for meta in index['Import']:
+    for meta in hub_metafiles(root):
         names += [m['Name'].lower() for m in load(osp.join(root, meta))['Models']]
     return names

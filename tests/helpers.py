@@ -223,10 +223,9 @@ def _setuptools_with_pkg_resources() -> str:
 
 
 def pkg_resources_env() -> dict:
-    """Subprocess env with a setuptools that still has ``pkg_resources`` (>= 77.0.3, < 82, as
-    the README tells upstream users of the toolkits' own tools) first on ``PYTHONPATH``: the
-    README's ``pip install 'setuptools>=77.0.3,<82'`` without changing this venv (installed
-    once per test process)."""
+    """Subprocess env with a setuptools that still has ``pkg_resources`` (>= 77.0.3, < 82:
+    what upstream mmengine 0.10.7's own package look-up needs) first on ``PYTHONPATH``,
+    without changing this venv (installed once per test process)."""
     return {'PYTHONPATH': _setuptools_with_pkg_resources()}
 
 
@@ -234,7 +233,7 @@ def toolkit_tool_env() -> dict:
     """Subprocess env for a toolkit's own tool reading a config that ``mmevt-swap`` wrote
     (``_base_ = SRC``: no first base importing mmevt, unlike our configs), so mmengine
     resolves SRC before ``custom_imports`` import mmevt: on upstream mmengine 0.10.7 that needs
-    ``pkg_resources`` (README, "Known limits"); the fork's mmengine does not."""
+    ``pkg_resources`` (docs/troubleshooting.md); the fork's mmengine does not."""
     return pkg_resources_env() if current_stack() == 'upstream' else {}
 
 

@@ -74,7 +74,7 @@ def _authors_imagenet_file(token_label=False, num_classes=10, **extra):
 
 # --------------------------------------------------------------------------- ImageNet files
 def test_key_round_trip_in_the_authors_layout():
-    from mmevt.utils.rmt_convert import convert_rmt, convert_to_rmt
+    from mmevt.converters.rmt_keys import convert_rmt, convert_to_rmt
     model = _classifier()
     authors = authors_state_dict(**TINY)
     ours = convert_rmt(authors)
@@ -88,7 +88,7 @@ def test_key_round_trip_in_the_authors_layout():
 
 @pytest.mark.parametrize('token_label', [False, True], ids=['plain', 'token-labelled'])
 def test_converted_weights_reproduce_the_authors_logits(token_label):
-    from mmevt.utils.rmt_convert import convert_rmt
+    from mmevt.converters.rmt_keys import convert_rmt
     model = _classifier('rmt-s-tl_8xb128_in1k.py' if token_label else 'rmt-t_8xb128_in1k.py')
     authors = authors_state_dict(**TINY, token_label=token_label)
     model.load_state_dict(convert_rmt(authors), strict=True)
@@ -110,7 +110,7 @@ def test_converted_weights_reproduce_the_authors_logits(token_label):
 
 def test_token_label_head_predicts_but_refuses_to_train():
     model = _classifier('rmt-s-tl_8xb128_in1k.py')
-    from mmevt.utils.rmt_convert import convert_rmt
+    from mmevt.converters.rmt_keys import convert_rmt
     model.load_state_dict(convert_rmt(authors_state_dict(**TINY, token_label=True)))
     x = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
@@ -123,7 +123,7 @@ def test_token_label_head_predicts_but_refuses_to_train():
 
 
 def test_arch_detection_and_the_default_weights():
-    from mmevt.utils.rmt_convert import README_WEIGHTS, detect_arch, select_weights
+    from mmevt.converters.rmt import README_WEIGHTS, detect_arch, select_weights
     for name, arch in AUTHORS_ARCHS.items():  # full-size files, shapes only
         sd = authors_state_dict(**arch, init_values=[2] * 4, device='meta', num_classes=1000)
         assert detect_arch(sd) == name
@@ -148,7 +148,7 @@ def test_arch_detection_and_the_default_weights():
 
 def test_stored_decay_rates_of_another_arch_are_refused():
     from mmevt.models.backbones.evt import resolve_arch
-    from mmevt.utils.rmt_convert import check_relpos
+    from mmevt.converters.rmt import check_relpos
     sd = authors_state_dict(**TINY)
     assert check_relpos(sd, resolve_arch('rmt-test')) == 8
     sd['layers.2.Relpos.decay'] = sd['layers.2.Relpos.decay'] * 1.5  # other heads_range
@@ -157,7 +157,7 @@ def test_stored_decay_rates_of_another_arch_are_refused():
 
 
 def test_unknown_keys_are_reported():
-    from mmevt.utils.rmt_convert import convert_rmt, convert_rmt_dense
+    from mmevt.converters.rmt_keys import convert_rmt, convert_rmt_dense
     with pytest.raises(ValueError, match=r"not in the authors' RMT layout: \['pos_embed'\]"):
         convert_rmt({'pos_embed': torch.zeros(1)})
     dense = authors_state_dict(**TINY, dense=True)
@@ -168,7 +168,7 @@ def test_unknown_keys_are_reported():
 
 def test_converter_reads_the_authors_imagenet_file(tmp_path, capsys):
     from mmevt.models import EVT
-    from mmevt.utils.rmt_convert import convert_rmt
+    from mmevt.converters.rmt_keys import convert_rmt
     src = tmp_path / 'rmt_authors.pth'
     ckpt = _authors_imagenet_file()
     torch.save(ckpt, src)
@@ -187,7 +187,7 @@ def test_converter_reads_the_authors_imagenet_file(tmp_path, capsys):
             assert torch.equal(got['state_dict'][k], v), k
     plain = torch.load(tmp_path / 'model.pth')['state_dict']
     ema = torch.load(tmp_path / 'model_ema.pth')['state_dict']
-    # the library the tool runs (mmevt.utils.rmt_convert: an alias of its old place)
+    # the library the tool runs
     from mmevt.converters import rmt_keys
     from mmevt.converters.rmt import convert_checkpoint
     assert rmt_keys.convert_rmt is convert_rmt
@@ -236,7 +236,7 @@ def test_a_file_pickling_anything_else_is_refused(tmp_path, capsys):
 # --------------------------------------------------------------------------- det / seg files
 def test_dense_backbone_reproduces_the_authors_features():
     from mmevt.models import EVT
-    from mmevt.utils.rmt_convert import convert_rmt_dense
+    from mmevt.converters.rmt_keys import convert_rmt_dense
     sd = authors_state_dict(**TINY, dense=True)
     x = torch.randn(1, 3, 96, 64)
     for out_indices in ((0, 1, 2, 3), (1, 2, 3)):  # Mask R-CNN / UperNet, RetinaNet

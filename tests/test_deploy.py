@@ -122,9 +122,6 @@ def test_compat_applies_inside_and_is_undone_after():
         raise KeyError('undone also on an error')
     assert torch.onnx.export is export and not hasattr(opset9, '_cast_Long')
     assert sdpa_rewriter() is not scaled_dot_product_attention__onnxruntime
-    from mmevt import mmdeploy_compat as alias  # the old module, an alias for one release
-    assert (alias.mmdeploy_compat, alias.scaled_dot_product_attention) == (
-        mmdeploy_compat, scaled_dot_product_attention__onnxruntime)
 
 
 @pytest.mark.parametrize('deploy_config', DEPLOY_CONFIGS,
@@ -145,9 +142,6 @@ def test_bad_pairs_and_existing_files_are_refused(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match='dynamic H / W is refused'):
         load_configs(dyn, SEM_FPN)
     assert 'static deploy config per input size' in MMDEPLOY_DYNAMIC_HW_ERROR
-    from mmevt import deploy_mmdeploy  # the old module, an alias for one release
-    assert (deploy_mmdeploy.DYNAMIC_HW_ERROR, deploy_mmdeploy.export, deploy_mmdeploy.verify) \
-        == (MMDEPLOY_DYNAMIC_HW_ERROR, export_mmdeploy, verify_mmdeploy)
     trt = write_config(tmp_path / 'trt.py', f"_base_ = [{SEG_CFG!r}]\n"
                        "backend_config = dict(type='tensorrt')\n")
     with pytest.raises(ValueError, match="must be 'onnxruntime', got 'tensorrt'"):

@@ -54,9 +54,6 @@ def test_export_refuses_what_it_cannot_do(tmp_path):
     with pytest.raises(ValueError, match='dynamic H / W cannot be exported'):
         export_onnx(None, 'backbone', (64, 64), str(tmp_path / 'x.onnx'), dynamic_hw=True)
     assert 'one file per input size' in ONNX_DYNAMIC_HW_ERROR
-    from mmevt import deployment  # the old module, an alias for one release
-    assert (deployment.DYNAMIC_HW_ERROR, deployment.benchmark, deployment.load_model) == (
-        ONNX_DYNAMIC_HW_ERROR, time_tensor_mode, load_model)
     for bad in ([16, 64], [64], [64.5, 64]):
         with pytest.raises(ValueError, match='two integers H W >= 32'):
             check_shape(bad)

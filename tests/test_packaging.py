@@ -20,16 +20,13 @@ from packaging.requirements import Requirement
 
 from helpers import COPY_SKIP, CONFIGS, HANG_TIMEOUT, REPO, load_tool, tool_env
 
-README_SECTION = '## Add EVT to your own environment'
+OWN_ENV_DOC = osp.join(REPO, 'docs', 'own_environment.md')
 
 
-def readme_blocks(lang: str):
-    """The fenced ``lang`` blocks of the README's "own environment" section."""
-    with open(osp.join(REPO, 'README.md')) as f:
-        text = f.read()
-    assert README_SECTION in text, 'the README lost its "own environment" section'
-    section = text.split(README_SECTION, 1)[1].split('\n## ', 1)[0]
-    return re.findall(rf'```{lang}\n(.*?)```', section, flags=re.S)
+def doc_blocks(lang: str):
+    """The fenced ``lang`` blocks of docs/own_environment.md, the page these tests run."""
+    with open(OWN_ENV_DOC) as f:
+        return re.findall(rf'```{lang}\n(.*?)```', f.read(), flags=re.S)
 
 
 def cls_config_names():
@@ -39,19 +36,51 @@ def cls_config_names():
 
 
 # ------------------------------------------------------------------ model names (in-process)
-def test_metafile_names_every_classification_config_once():
+def test_the_model_zoo_is_the_tools_output_and_names_every_config_once():
+    # metafiles, family READMEs, model-index.yml and docs/zoo.md: tools/misc/make_metafile.py
     from mmengine.fileio import load
 
-    render_metafile = load_tool('tools/misc/make_metafile.py').render_metafile
-    with open(osp.join(CONFIGS, 'cls', 'metafile.yml')) as f:
-        assert f.read() == render_metafile(REPO), 'run tools/misc/make_metafile.py'
-    models = load(osp.join(CONFIGS, 'cls', 'metafile.yml'))['Models']
-    names = [m['Name'] for m in models]
-    assert sorted(names) == cls_config_names()
-    for m in models:
-        assert osp.splitext(osp.basename(m['Config']))[0] == m['Name']
-        assert osp.isfile(osp.join(REPO, m['Config'])), m['Config']
-    assert load(osp.join(REPO, 'model-index.yml'))['Import'] == ['configs/cls/metafile.yml']
+    tool = load_tool('tools/misc/make_metafile.py')
+    assert tool.stale(REPO) == [], 'run tools/misc/make_metafile.py'
+    index = load(osp.join(REPO, 'model-index.yml'))['Import']
+    families = sorted(glob.glob(osp.join(CONFIGS, '*', '*', '*.py')))
+    family_dirs = {osp.dirname(p) for p in families
+                   if osp.basename(osp.dirname(p)) != '_base_'
+                   and not p.startswith(osp.join(CONFIGS, 'demo'))
+                   and not p.startswith(osp.join(CONFIGS, 'deploy'))}
+    assert sorted(index) == sorted(
+        osp.relpath(osp.join(d, 'metafile.yml'), REPO) for d in family_dirs)
+    names, collections = [], []
+    for meta in index:
+        data = load(osp.join(REPO, meta))
+        collections += [c['Name'] for c in data['Collections']]
+        assert osp.isfile(osp.join(REPO, data['Collections'][0]['README']))
+        for m in data['Models']:
+            names.append(m['Name'])
+            assert osp.splitext(osp.basename(m['Config']))[0] == m['Name']
+            assert osp.dirname(m['Config']) == osp.dirname(meta), m['Config']
+            assert osp.isfile(osp.join(REPO, m['Config'])), m['Config']
+            # results only where weights exist: the RMT authors', converted
+            assert ('Results' in m) == ('Converted From' in m), m['Name']
+            if 'Results' in m:
+                assert '_rmt-' in m['Config'] or '/rmt/' in m['Config'], m['Name']
+    assert len(names) == len(set(names)) and len(collections) == len(set(collections))
+    shipped = sorted(osp.splitext(osp.basename(p))[0] for d in family_dirs
+                     for p in glob.glob(osp.join(d, '*.py')))
+    assert sorted(names) == shipped
+    # the authors' numbers are the converter's (one source): RMT-T's top-1
+    rmt_t = [m for m in load(osp.join(CONFIGS, 'cls', 'rmt', 'metafile.yml'))['Models']
+             if m['Name'] == 'rmt-t_8xb128_in1k'][0]
+    from mmevt.converters.rmt import README_TOP1
+    assert rmt_t['Results'][0]['Metrics']['Top 1 Accuracy'] == README_TOP1['rmt-t']
+
+
+def test_the_zoo_tool_refuses_a_family_it_does_not_know(tmp_path):
+    tool = load_tool('tools/misc/make_metafile.py')
+    (tmp_path / 'configs' / 'det' / 'new_family').mkdir(parents=True)
+    (tmp_path / 'configs' / 'det' / 'new_family' / 'x_evt-t.py').write_text('')
+    with pytest.raises(ValueError, match='configs/det/new_family has no entry in FAMILIES'):
+        tool.family_configs(str(tmp_path))
 
 
 def test_mmpretrain_get_model_and_list_models_take_evt_names(tmp_path):
@@ -252,7 +281,7 @@ def _run(cmd, cwd, env, timeout=HANG_TIMEOUT):
 
 
 def _pip_command(line: str, site: str):
-    """A README ``pip`` line as run here: this interpreter's pip, the install into ``site``
+    """A ``pip`` line of docs/own_environment.md as run here: this interpreter's pip, the install into ``site``
     (``--target``, no deps) so the test leaves the project's environment untouched."""
     args = line.split()
     assert args[0] == 'pip', line
@@ -264,11 +293,11 @@ def _pip_command(line: str, site: str):
 
 @pytest.mark.e2e
 def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
-    # the README's commands, from a copy of the sources (the build leaves build/ behind)
+    # the page's commands, from a copy of the sources (the build leaves build/ behind)
     src, user, site = tmp_path / 'mmevt-src', tmp_path / 'user', tmp_path / 'site'
     shutil.copytree(REPO, src, ignore=COPY_SKIP)
     user.mkdir()
-    bash = [ln.split('#')[0].strip() for b in readme_blocks('bash') for ln in b.splitlines()]
+    bash = [ln.split('#')[0].strip() for b in doc_blocks('bash') for ln in b.splitlines()]
     pip_lines = [ln.replace('/path/to/mmevt', str(src)) for ln in bash if ln.startswith('pip')]
     assert [ln.split()[:2] for ln in pip_lines] == [['pip', 'wheel'], ['pip', 'install']]
     assert '--no-build-isolation' in pip_lines[0] and '--no-deps' in pip_lines[0]
@@ -278,7 +307,7 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
     wheels = glob.glob(str(user / 'dist' / 'mmevt-*.whl'))
     assert len(wheels) == 1, wheels
     names = zipfile.ZipFile(wheels[0]).namelist()
-    for must in ('mmevt/.mim/model-index.yml', 'mmevt/.mim/configs/cls/metafile.yml',
+    for must in ('mmevt/.mim/model-index.yml', 'mmevt/.mim/configs/cls/evt/metafile.yml',
                  'mmevt/.mim/configs/det/mask_rcnn/mask-rcnn_evt-s_fpn_1x_coco.py',
                  'mmevt/.mim/tools/train.py', 'mmevt/.mim/tools/test.py',
                  'mmevt/.mim/tools/deployment/pytorch2onnx.py'):
@@ -305,9 +334,9 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
     _run(_pip_command(pip_lines[1], str(site)), cwd=user, env=env)
     assert not osp.exists(site / 'torch')  # --no-deps: nothing but mmevt
 
-    # the README's user configs, from a directory without the sources
+    # the page's user configs, from a directory without the sources
     env['PYTHONPATH'] = str(site)
-    blocks = readme_blocks('python')
+    blocks = doc_blocks('python')
     configs = [b for b in blocks if '_base_' in b]
     assert any("'mmevt::" in b for b in configs) and any('custom_imports' in b for b in configs)
     for i, text in enumerate(configs):
@@ -340,3 +369,35 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
                cwd=user, env=env)
     assert 'Iter(train) [2/2]' in log, log[-3000:]
     assert osp.isfile(user / 'work' / 'iter_2.pth')
+
+
+# ------------------------------------------------------------------ one way per name
+def _reexport_only(path: str) -> bool:
+    """A module whose body is only imports (and ``__all__``, a docstring, a ``__main__``
+    guard): an alias of names that live elsewhere."""
+    import ast
+    body = ast.parse(open(path).read()).body
+    own = [n for n in body
+           if not isinstance(n, (ast.Import, ast.ImportFrom, ast.Expr, ast.If))
+           and not (isinstance(n, ast.Assign) and [getattr(t, 'id', None) for t in n.targets]
+                    == ['__all__'])]
+    return not own and any(isinstance(n, ast.ImportFrom) for n in body)
+
+
+def test_no_module_merely_re_exports_another(tmp_path):
+    # 0.2.0 removed the aliases of moved modules (mmevt.deployment, mmevt.deploy_mmdeploy,
+    # mmevt.mmdeploy_compat, mmevt.utils.atomic_io / dist / rmt_convert): each name is
+    # imported from one place. A package's __init__ gathers its own modules' names.
+    aliases = [osp.relpath(p, REPO) for p in glob.glob(osp.join(REPO, 'mmevt', '**', '*.py'),
+                                                      recursive=True)
+               if osp.basename(p) != '__init__.py' and _reexport_only(p)]
+    assert aliases == [], f'modules that only re-export names of others: {aliases}'
+    for gone in ('mmevt.deployment', 'mmevt.deploy_mmdeploy', 'mmevt.mmdeploy_compat',
+                 'mmevt.utils.atomic_io', 'mmevt.utils.dist', 'mmevt.utils.rmt_convert'):
+        path = osp.join(REPO, *gone.split('.'))
+        assert not osp.exists(path + '.py') and not osp.isdir(path), gone
+    # the check finds an alias module, and passes one with code of its own
+    (tmp_path / 'alias.py').write_text('"""Moved."""\nfrom .x import y\n__all__ = [\'y\']\n')
+    (tmp_path / 'own.py').write_text('from .x import y\n\n\ndef z():\n    return y\n')
+    assert _reexport_only(str(tmp_path / 'alias.py'))
+    assert not _reexport_only(str(tmp_path / 'own.py'))

@@ -1,38 +1,209 @@
-"""A signalled run saves at the next iteration and resumes exactly
-(:class:`mmevt.engine.PreemptionCheckpointHook`), without Slurm: a real SIGTERM to the process
-group of a ``tools/dist_train.sh`` run, as Slurm sends it to a job's tasks."""
+"""A signalled run saves at the next iteration boundary, exits with the preemption code and
+resumes exactly (:class:`mmevt.engine.PreemptionCheckpointHook`), without Slurm: real SIGTERM /
+SIGUSR1 to a ``tools/dist_train.sh`` run (2 processes, gloo, one dataloader worker each), sent
+to the launcher's process group (what ``kill -TERM -PGID`` does; torchrun's ranks lead their
+own groups, so the launcher forwards it) or to every process of the run in a random order
+(what Slurm does to a step: launcher, ranks and workers), for the iteration-based demo
+segmentation config (mmseg, InfiniteSampler) and the epoch-based demo detection config
+(mmdet), at an iteration drawn at random (printed with the seed that replays it,
+``MMEVT_TEST_SEED``), and during validation. Each resumed run ends with the uninterrupted
+run's weights, bitwise; a resume edited to start one step off does not (the control)."""
 import os
 import os.path as osp
+import random
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
 
 from helpers import HANG_TIMEOUT, REPO, load_weights, write_config
 from slurm_cluster import free_port
+from mmevt.apis.torchrun import child_pids, exit_code_of
 from mmevt.engine.preemption import (PREEMPTED_EXIT_CODE, PreemptionCheckpointHook,
-                                     sample_seed)
+                                     SampleIndex, sample_seed)
 
-# a hook of the test's own: rank 0 signals its process group (the launcher and both
-# ranks, as Slurm signals every task) after a given iteration, so the signal lands mid-epoch
-SIGNAL_AT = '''
-import os, signal
-from mmengine.hooks import Hook
-from mmengine.registry import HOOKS
-
-@HOOKS.register_module()
-class SignalProcessGroupAt(Hook):
-    priority = 'NORMAL'  # before PreemptionCheckpointHook (LOWEST) in the same iteration
-
-    def __init__(self, iteration):
-        self.iteration = iteration
-
-    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
-        if runner.iter == self.iteration and runner.rank == 0:
-            os.killpg(os.getpgid(0), signal.SIGTERM)
+FIXTURES = osp.join(REPO, 'tests', 'fixtures')  # pause_until_signalled.py
+DEMO = osp.join(REPO, 'configs', 'demo')
+LAUNCH = '''
+custom_imports = dict(imports=['mmevt', 'pause_until_signalled'], allow_failed_imports=False)
+custom_hooks = [dict(type='PreemptionCheckpointHook')] + {pause}
+work_dir = {work!r}
+data_root = {root!r}
+env_cfg = dict(dist_cfg=dict(backend='gloo'))
+model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
+train_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
 '''
+# the demo segmentation config: IterBasedTrainLoop over mmseg's InfiniteSampler, a persistent
+# worker, random resize / crop / flip, BN, the decode head's dropout; 12 iterations of 2
+# images a process (8 images: a new pass over the data every 2 iterations), validation after
+# iterations 6 and 12
+SEG = '''_base_ = {base!r}''' + LAUNCH + '''
+val_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+train_cfg = dict(max_iters=12, val_interval=6)
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(by_epoch=False, interval=12))
+'''
+# the demo detection config: EpochBasedTrainLoop, a persistent worker, RandomFlip,
+# AspectRatioBatchSampler, RPN / R-CNN sampling; 2 epochs of 2 iterations, no validation
+DET = '''_base_ = {base!r}''' + LAUNCH + '''
+val_dataloader = dict(dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+val_evaluator = dict(ann_file=data_root + 'annotations/instances_validation.json')
+test_evaluator = val_evaluator
+train_cfg = dict(max_epochs=2, val_begin=3)
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
+'''
+KINDS = {  # base config, text, last checkpoint, the last iteration a signal may land after
+    'seg': (osp.join(DEMO, 'fpn_evt-demo_shapes.py'), SEG, 'iter_12.pth', 9),
+    'det': (osp.join(DEMO, 'mask-rcnn_evt-demo_fpn_shapes.py'), DET, 'epoch_2.pth', 2),
+}
+
+
+def _env(tmp_path) -> dict:
+    """A launch's environment: a port free now, one thread a process, the pause hook and the
+    test's configs importable."""
+    return dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()), OMP_NUM_THREADS='1',
+                PYTHONPATH=os.pathsep.join([str(tmp_path), FIXTURES,
+                                            os.environ.get('PYTHONPATH', '')]))
+
+
+def _dist_train(cfg, *args, tmp_path):
+    """``tools/dist_train.sh CFG 2`` in its own session (its own process group)."""
+    return subprocess.run(['bash', 'tools/dist_train.sh', cfg, '2', *args], cwd=REPO,
+                          env=_env(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=HANG_TIMEOUT,
+                          start_new_session=True)
+
+
+def _descendants(pid: int) -> list:
+    found, todo = [], [pid]
+    while todo:
+        children = child_pids(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
+def _signalled_dist_train(cfg, number: int, delivery: str, rng: random.Random, tmp_path):
+    """``tools/dist_train.sh CFG 2``; once rank 0 holds (``PauseUntilSignalled``), signal
+    ``number`` goes to the launcher's process group (``delivery='group'``) or to the
+    launcher, every rank and every dataloader worker in a random order (``'tree'``).
+    The completed process, its output in ``stdout``."""
+    proc = subprocess.Popen(['bash', 'tools/dist_train.sh', cfg, '2'], cwd=REPO,
+                            env=_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines, sent = [], False
+    for line in proc.stdout:
+        lines.append(line)
+        if not sent and line.startswith('PauseUntilSignalled: holding'):
+            sent = True
+            if delivery == 'group':
+                os.killpg(proc.pid, number)
+                continue
+            processes = [proc.pid] + _descendants(proc.pid)
+            rng.shuffle(processes)
+            lines.append(f'[test] {signal.Signals(number).name} to {len(processes)} '
+                         f'processes in the order {processes}\n')
+            for pid in processes:
+                os.kill(pid, number)
+    proc.wait(timeout=HANG_TIMEOUT)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, ''.join(lines))
+
+
+def write_preemption_config(tmp_path, kind: str, name: str, root: str, pause: list) -> str:
+    base, text, _, _ = KINDS[kind]
+    return write_config(tmp_path / f'{name}.py', text.format(
+        base=base, root=root, pause=pause, work=str(tmp_path / name)))
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(tmp_path_factory, shapes_root) -> dict:
+    """kind -> the weights of its uninterrupted run (the hook on, no signal)."""
+    weights = {}
+    for kind, (_, _, last, _) in KINDS.items():
+        folder = tmp_path_factory.mktemp(f'preempt_plain_{kind}')
+        cfg = write_preemption_config(folder, kind, 'plain', shapes_root.rstrip('/') + '/', [])
+        plain = _dist_train(cfg, tmp_path=folder)
+        assert plain.returncode == 0, plain.stdout[-6000:]
+        weights[kind] = load_weights(folder / 'plain' / last)
+    return weights
+
+
+def _where(kind: str, iteration: int) -> str:
+    """How the hook's log names the state after ``iteration`` trained iterations."""
+    if kind == 'seg':
+        return f'iteration {iteration}'
+    epoch, batch = divmod(iteration, 2)  # 2 iterations an epoch
+    return f'epoch {epoch}, iteration {iteration}, batch {batch} of the epoch'
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('kind, name, delivery, during', [
+    ('seg', 'SIGTERM', 'group', 'train'),
+    ('seg', 'SIGUSR1', 'tree', 'train'),
+    ('seg', 'SIGTERM', 'tree', 'val'),
+    ('det', 'SIGUSR1', 'group', 'train'),
+    ('det', 'SIGTERM', 'tree', 'train'),
+])
+def test_a_signalled_dist_run_saves_exits_and_resumes_exactly(kind, name, delivery, during,
+                                                              tmp_path, shapes_root,
+                                                              uninterrupted):
+    number = signal.Signals[name]
+    seed = int(os.environ.get('MMEVT_TEST_SEED', time.time_ns() % 2**32))
+    rng = random.Random(seed)
+    _, _, last, latest = KINDS[kind]
+    # the iteration whose end the signal finds the run at (runner.iter, counted from 0); in
+    # validation: the one after iteration 6, and the save comes after it
+    held = 6 if during == 'val' else rng.randint(0, latest)
+    print(f'\n{kind}: {name} to the {delivery} while holding in '
+          f'{during} at iteration {held} (MMEVT_TEST_SEED={seed} replays it)')
+    saved = held if during == 'val' else held + 1
+    cfg = write_preemption_config(tmp_path, kind, 'signalled', shapes_root.rstrip('/') + '/', [dict(
+        type='PauseUntilSignalled', iteration=held, timeout=HANG_TIMEOUT, during=during)])
+    stopped = _signalled_dist_train(cfg, number, delivery, rng, tmp_path)
+    work = tmp_path / 'signalled'
+    out = stopped.stdout
+    assert stopped.returncode == PREEMPTED_EXIT_CODE, out[-6000:]
+    assert (f'{name} received; saving preempted_iter_{saved}.pth at {_where(kind, saved)}, '
+            f'then exiting with {PREEMPTED_EXIT_CODE}') in out, out[-6000:]
+    assert 'killed by signal' not in out, out[-6000:]
+    assert (work / 'last_checkpoint').read_text() == str(work / f'preempted_iter_{saved}.pth')
+    assert not (work / last).exists()
+    # the same config resumed (the pause hook holds at an iteration the resumed run has
+    # passed, or in a validation it does not run again)
+    resumed = _dist_train(cfg, '--resume', tmp_path=tmp_path)
+    assert resumed.returncode == 0, resumed.stdout[-6000:]
+    assert f'resuming the run stopped by {name} at {_where(kind, saved)}' in resumed.stdout
+    assert_same_weights(uninterrupted[kind], load_weights(work / last))
+    if (delivery, during) != ('group', 'train'):
+        return
+    # the negative control (once a kind): resumed one step off, the same check fails
+    ckpt = torch.load(work / f'preempted_iter_{saved}.pth', map_location='cpu',
+                      weights_only=False)
+    state = ckpt['meta']['preemption']
+    if state['by_epoch']:
+        state['batch_idx'] = 1 - state['batch_idx']  # a batch trained twice or skipped
+    else:
+        state['iter'] = ckpt['meta']['iter'] = saved - 1  # an iteration trained twice
+    off = tmp_path / 'off'
+    off.mkdir()
+    torch.save(ckpt, off / f'preempted_iter_{saved}.pth')
+    (off / 'last_checkpoint').write_text(str(off / f'preempted_iter_{saved}.pth'))
+    # (without the pause hook, which would hold at the iteration trained again)
+    plain = write_preemption_config(tmp_path, kind, 'plain', shapes_root.rstrip('/') + '/', [])
+    again = _dist_train(plain, '--resume', '--work-dir', str(off), tmp_path=tmp_path)
+    assert again.returncode == 0, again.stdout[-6000:]
+    wrong = load_weights(off / last)
+    assert any(not torch.equal(uninterrupted[kind][k], wrong[k]) for k in wrong)
 
 
 @pytest.fixture(scope='module')
@@ -71,16 +242,6 @@ custom_hooks = [dict(type='PreemptionCheckpointHook')]
     return write_config(tmp_path / f'{name}.py', text)
 
 
-def _dist_train(cfg, *args, tmp_path):
-    """``tools/dist_train.sh CFG 2`` in its own session (its own process group), on a port
-    free now (a fixed one can be held by another run on the machine)."""
-    env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()), OMP_NUM_THREADS='1',
-               PYTHONPATH=f'{tmp_path}{os.pathsep}{os.environ.get("PYTHONPATH", "")}')
-    return subprocess.run(['bash', 'tools/dist_train.sh', cfg, '2', *args], cwd=REPO, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=HANG_TIMEOUT, start_new_session=True)
-
-
 @pytest.fixture(scope='module')
 def plain_weights(tmp_path_factory, cls_root) -> dict:
     """The weights of the config's uninterrupted 2-process run (the hook on, no signal)."""
@@ -88,45 +249,6 @@ def plain_weights(tmp_path_factory, cls_root) -> dict:
     plain = _dist_train(_config(folder, cls_root, 'plain'), tmp_path=folder)
     assert plain.returncode == 0, plain.stdout[-4000:]
     return load_weights(folder / 'plain' / 'epoch_2.pth')
-
-
-@pytest.mark.e2e
-def test_a_sigtermed_dist_run_saves_exits_and_resumes_exactly(tmp_path, cls_root,
-                                                              plain_weights):
-    (tmp_path / 'signal_at.py').write_text(SIGNAL_AT)
-    # iteration index 4: epoch 2, its batch 2 of 3 done
-    signalled = _config(tmp_path, cls_root, 'signalled', extra='''
-custom_imports = dict(imports=['mmevt', 'signal_at'], allow_failed_imports=False)
-custom_hooks.append(dict(type='SignalProcessGroupAt', iteration=4))
-''')
-    stopped = _dist_train(signalled, tmp_path=tmp_path)
-    work = tmp_path / 'signalled'
-    assert 'SIGTERM received; saving preempted_iter_5.pth at epoch 1, iteration 5, batch 2' \
-        in stopped.stdout, stopped.stdout[-4000:]
-    assert f'exitcode: {PREEMPTED_EXIT_CODE}' in stopped.stdout or stopped.returncode != 0
-    assert (work / 'last_checkpoint').read_text() == str(work / 'preempted_iter_5.pth')
-    assert not (work / 'epoch_2.pth').exists()
-    # the same config, resumed (the signal hook fires at iteration 4 only: not again)
-    resumed = _dist_train(signalled, '--resume', tmp_path=tmp_path)
-    assert resumed.returncode == 0, resumed.stdout[-4000:]
-    assert 'resuming the run stopped by SIGTERM at epoch 1, iteration 5, batch 2' in (
-        resumed.stdout)
-    a, b = plain_weights, load_weights(work / 'epoch_2.pth')
-    assert a.keys() == b.keys()
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
-    # the negative control: resumed one batch early, the same check fails
-    ckpt = torch.load(work / 'preempted_iter_5.pth', map_location='cpu')
-    ckpt['meta']['preemption']['batch_idx'] -= 1
-    early = tmp_path / 'early'
-    early.mkdir()
-    torch.save(ckpt, early / 'preempted_iter_5.pth')
-    (early / 'last_checkpoint').write_text(str(early / 'preempted_iter_5.pth'))
-    again = _dist_train(signalled, '--resume', '--work-dir', str(early),
-                        tmp_path=tmp_path)
-    assert again.returncode == 0, again.stdout[-4000:]
-    c = load_weights(early / 'epoch_2.pth')
-    assert any(not torch.equal(a[k], c[k]) for k in a)
 
 
 @pytest.mark.e2e
@@ -177,3 +299,61 @@ def test_a_python_handler_installed_before_is_chained_and_restored():
         assert called == [signal.SIGUSR1] * 3
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def test_sample_indices_carry_the_epoch_of_their_draw():
+    import pickle
+
+    from mmengine.dataset import DefaultSampler, InfiniteSampler
+    from torch.utils.data import BatchSampler
+
+    from mmevt.engine.preemption import _PreemptibleBatches
+    data = list(range(4))
+    # one __iter__ for the whole run: an epoch per len(sampler) draws
+    infinite = InfiniteSampler(data, shuffle=True, seed=0)
+    batches = iter(_PreemptibleBatches(BatchSampler(infinite, 2, False), infinite, tag=True))
+    drawn = [next(batches) for _ in range(6)]
+    assert [[i.epoch for i in b] for b in drawn] == [[0, 0], [0, 0], [1, 1], [1, 1],
+                                                     [2, 2], [2, 2]]
+    assert sorted(sum(drawn[2:4], [])) == data  # the second pass is a pass over the data
+    again = pickle.loads(pickle.dumps(drawn[5][0]))  # as it travels to a worker
+    assert isinstance(again, SampleIndex) and (again, again.epoch) == (drawn[5][0], 2)
+    # an epoch sampler: the epoch it is set to; skipped batches are not yielded
+    sampler = DefaultSampler(data, shuffle=True, seed=0)
+    sampler.set_epoch(3)
+    batches = list(_PreemptibleBatches(BatchSampler(sampler, 2, False), sampler, tag=True,
+                                       skip=1))
+    assert len(batches) == 1 and {i.epoch for i in batches[0]} == {3}
+    # untagged: the wrapped batch sampler's plain indices
+    plain = list(_PreemptibleBatches(BatchSampler(sampler, 2, False), sampler, tag=False))
+    assert not any(isinstance(i, SampleIndex) for b in plain for i in b)
+
+
+def test_the_seeded_pipeline_draws_by_the_epoch_of_the_index():
+    import multiprocessing
+
+    from mmevt.engine.preemption import SeededPipeline
+    pipeline = SeededPipeline(lambda info: torch.rand(1).item(), seed=0,
+                              epoch=multiprocessing.Value('i', 0, lock=False))
+    draws = [pipeline(dict(sample_idx=SampleIndex(5, epoch)))
+             for epoch in (0, 1, 0)]
+    assert draws[0] == draws[2] != draws[1]
+    assert pipeline(dict(sample_idx=5)) == draws[0]  # untagged: the runner's epoch (0)
+
+
+def test_the_launcher_finds_its_ranks_and_exits_75_only_when_every_failed_rank_did():
+    from torch.distributed.elastic.multiprocessing.errors import ProcessFailure
+    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    try:
+        assert child.pid in child_pids(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+
+    def failures(*codes):
+        return {rank: ProcessFailure(local_rank=rank, pid=1000 + rank, exitcode=code,
+                                     error_file='<N/A>') for rank, code in enumerate(codes)}
+    assert exit_code_of(failures(PREEMPTED_EXIT_CODE, PREEMPTED_EXIT_CODE)) == 75
+    assert exit_code_of(failures(PREEMPTED_EXIT_CODE)) == 75  # the other rank exited 0
+    assert exit_code_of(failures(PREEMPTED_EXIT_CODE, -15)) == 1
+    assert exit_code_of(failures(1)) == 1

@@ -2,7 +2,9 @@
 signalled mid-epoch by ``scancel --signal=USR1``, or by its time limit, saves, requeues
 itself, resumes and ends with the weights of an uninterrupted run.
 
-The cluster is the session's ``slurm_cluster`` (``tests/slurm_cluster.py``; its slurm.conf
+The signalled run holds at the end of its first iteration until the signal has reached
+its rank (``PauseUntilSignalled``, tests/fixtures), so that it lands mid-epoch whatever the
+machine's speed; the resumed run never holds. The cluster is the session's ``slurm_cluster`` (``tests/slurm_cluster.py``; its slurm.conf
 lowers ``AuthInfo=cred_expire`` to 10 s, the wait before a requeued job may start again). The
 config is the demo detection config as it is (a persistent dataloader worker, RandomFlip,
 AspectRatioBatchSampler, RPN / R-CNN random sampling, BN) with ``PreemptionCheckpointHook``,
@@ -21,35 +23,9 @@ import torch
 from helpers import HANG_TIMEOUT, REPO, load_weights
 from slurm_cluster import free_port
 from test_cluster import DEMO_CFG, job_env
+from test_preemption import FIXTURES, KINDS, assert_same_weights, write_preemption_config
 
 IN_CLUSTER = pytest.mark.xdist_group('slurm')  # the cluster tests' group: one cluster a run
-
-# The signalled run holds at the end of its first iteration until the signal has reached this
-# rank, so that it lands mid-epoch whatever the machine's speed (no race with the run's end).
-# It changes no computation, and the resumed run (which starts at iteration 1) never holds.
-PAUSE = '''
-import time
-from mmengine.hooks import Hook
-from mmengine.registry import HOOKS
-
-
-@HOOKS.register_module()
-class PauseUntilSignalled(Hook):
-    priority = 'LOW'  # after the logger (its iteration line is out), before the preemption hook
-
-    def __init__(self, iteration, timeout):
-        self.iteration, self.timeout = iteration, timeout
-
-    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None):
-        if runner.iter != self.iteration:
-            return
-        hook = next(h for h in runner.hooks if type(h).__name__ == 'PreemptionCheckpointHook')
-        deadline = time.monotonic() + self.timeout
-        while hook.received is None:
-            if time.monotonic() > deadline:
-                raise RuntimeError('PauseUntilSignalled: no signal came')
-            time.sleep(0.05)
-'''
 
 CONFIG = '''
 _base_ = {base!r}
@@ -71,9 +47,9 @@ ENDED = ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEM
 
 @pytest.fixture(scope='module')
 def preempt_configs(shapes_root, tmp_path_factory) -> dict:
-    """'plain' / 'signalled' -> a config; the folder (``PYTHONPATH``) holds the pause hook."""
+    """'plain' / 'signalled' -> a config; 'pythonpath': where they and the pause hook
+    (``tests/fixtures/pause_until_signalled.py``) are."""
     folder = tmp_path_factory.mktemp('preempt_slurm')
-    (folder / 'pause_until_signalled.py').write_text(PAUSE)
     root = shapes_root.rstrip('/') + '/'
     cfgs = {}
     for name, pause in (('plain', '[]'), ('signalled', str([dict(
@@ -81,7 +57,7 @@ def preempt_configs(shapes_root, tmp_path_factory) -> dict:
         cfgs[name] = str(folder / f'{name}.py')
         with open(cfgs[name], 'w') as f:
             f.write(CONFIG.format(base=DEMO_CFG, root=root, pause=pause))
-    cfgs['pythonpath'] = str(folder)
+    cfgs['pythonpath'] = f'{folder}:{FIXTURES}'
     return cfgs
 
 
@@ -165,10 +141,7 @@ def assert_requeued_and_resumed(cluster, job: str, work: str, uninterrupted: tup
     assert f'mmevt: job {job}: srun exited 0' in second
     assert read(osp.join(work, 'last_checkpoint')) == osp.join(work, 'epoch_2.pth')
     plain = load_weights(osp.join(uninterrupted[0], 'epoch_2.pth'))
-    resumed = load_weights(osp.join(work, 'epoch_2.pth'))
-    assert plain.keys() == resumed.keys()
-    for k in plain:
-        assert torch.equal(plain[k], resumed[k]), k
+    assert_same_weights(plain, load_weights(osp.join(work, 'epoch_2.pth')))
 
 
 def wait_training(cluster, job: str, work: str) -> None:
@@ -244,3 +217,41 @@ def test_a_batch_job_at_its_time_limit_requeues_resumes_and_matches(
     assert_requeued_and_resumed(slurm_cluster, job, work, uninterrupted)
     print(f'\nWALL time-limited + requeued {time.monotonic() - start:.1f} s (training after '
           f'{training - start:.1f} s, requeued after {requeued - start:.1f} s)')
+
+
+@IN_CLUSTER
+@pytest.mark.e2e
+def test_an_iteration_based_batch_job_signalled_by_scancel_resumes_and_matches(
+        slurm_cluster, shapes_root, tmp_path):
+    # the demo segmentation config of tests/test_preemption.py (IterBasedTrainLoop, mmseg's
+    # InfiniteSampler, a persistent worker): Slurm signals every process of the step, the
+    # dataloader workers included, which an iteration-based loop starts before the hook runs
+    root = shapes_root.rstrip('/') + '/'
+    pythonpath = f'{tmp_path}:{FIXTURES}'
+    runs = {}
+    for name, pause in (('plain', []), ('signalled', [dict(
+            type='PauseUntilSignalled', iteration=2, timeout=HANG_TIMEOUT)])):
+        work = str(tmp_path / name)
+        cfg = write_preemption_config(tmp_path, 'seg', name, root, pause)
+        job = submit(slurm_cluster, cfg, pythonpath, work, f'evt-seg-{name}')
+        if pause:
+            out = osp.join(work, 'slurm.out')
+            deadline = time.monotonic() + HANG_TIMEOUT
+            while 'PauseUntilSignalled: holding' not in read(out):
+                assert job_field(slurm_cluster, job, 'JobState') not in ENDED, read(out)[-6000:]
+                assert time.monotonic() < deadline, read(out)[-6000:]
+                time.sleep(0.5)
+            slurm_cluster.run('scancel', '--signal=USR1', job)
+        state = wait_job(slurm_cluster, job)
+        runs[name] = (work, read(osp.join(work, 'slurm.out')), job)
+        assert state == 'COMPLETED', runs[name][1][-6000:]
+    work, log, job = runs['signalled']
+    assert job_field(slurm_cluster, job, 'Restarts') == '1'
+    assert ('SIGUSR1 received; saving preempted_iter_3.pth at iteration 3, then exiting with '
+            '75') in log, log[-6000:]
+    assert f'mmevt: job {job}: srun exited 75 (preempted, checkpoint saved): requeueing' in log
+    assert 'resuming the run stopped by SIGUSR1 at iteration 3' in log
+    assert 'killed by signal' not in log
+    last = KINDS['seg'][2]
+    assert_same_weights(load_weights(osp.join(runs['plain'][0], last)),
+                          load_weights(osp.join(work, last)))

@@ -101,7 +101,7 @@ def test_atomic_writes_keep_the_usual_permissions(tmp_path):
     # any file the user's umask allows, e.g. by a colleague evaluating it
     import stat
 
-    from mmevt.utils.atomic_io import atomic_write
+    from mmevt.patches.atomic_writes import atomic_write
     plain = tmp_path / 'plain.txt'
     plain.write_text('x')
     atomic_write('x', tmp_path / 'atomic.txt')

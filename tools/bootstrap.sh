@@ -37,7 +37,7 @@ mmengine_spec=${prefix}mmengine==$(pin "${prefix}mmengine" "$req/$stack.txt")
 py=$venv/bin/python
 
 # Everything that decides the environment's contents; a change re-runs the installs.
-want=$(cat "$req"/{torch,runtime,tests,no-deps,pose-upstream,action-upstream,rotate-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0" "$repo/tools/build_mmaction2_wheel.py" $(find "$repo/tools/patches" -type f -name '*.py' | sort); echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
+want=$(cat "$req"/{torch,runtime,tests,timm-suite,no-deps,pose-upstream,action-upstream,rotate-upstream,$stack,build-$stack}.txt "$repo/pyproject.toml" "$0" "$repo/tools/build_mmaction2_wheel.py" $(find "$repo/tools/patches" -type f -name '*.py' | sort); echo "stack=$stack torch=$torch_ver tv=$tv_ver mmcv=$mmcv_ver")
 want_hash=$(printf '%s' "$want" | sha256sum | cut -c1-16)
 stamp=$venv/.mmevt-env
 
@@ -77,7 +77,11 @@ if [[ $have_torch != "$torch_ver $tv_ver" ]]; then
   pipi "${extra[@]}" "torch==$torch_ver" "torchvision==$tv_ver"
 fi
 constraints=$venv/.mmevt-constraints.txt
-"$py" -c 'import torch, torchvision; print(f"torch=={torch.__version__}\ntorchvision=={torchvision.__version__}")' > "$constraints"
+# pinned to the installed distributions' versions: a torch wheel's metadata can lack the local
+# label its torch.__version__ carries (2.14.1 vs 2.14.1+cu130), and a pin pip cannot match
+# makes every package that depends on torch (timm) unresolvable
+"$py" -c 'from importlib.metadata import version as v
+print("torch==" + v("torch")); print("torchvision==" + v("torchvision"))' > "$constraints"
 echo "$mmcv_dist==$mmcv_ver" >> "$constraints"
 
 # 2. mmengine (mmcv's setup.py imports it).
@@ -164,6 +168,9 @@ pipi -q -c "$constraints" --no-deps --no-build-isolation -e "$repo"
 # that still has pkg_resources (what the toolkits' own tools need on upstream mmengine)
 "$py" -m pip download -q --no-deps -d "$venv/.mmevt-test-wheels" mmengine==0.10.7 \
   'setuptools>=77.0.3,<82'
+# timm's sdist (its tests/test_models.py, which the wheel lacks) for tests/test_timm_suite.py
+"$py" -m pip download -q --no-deps --no-binary :all: --require-hashes \
+  -d "$venv/.mmevt-test-wheels" -r "$req/timm-suite.txt"
 mmcv_ok || { log "mmcv was replaced by a dependency install"; exit 1; }
 echo "$want_hash" > "$stamp"
 log "environment ready: $venv ($tag)"

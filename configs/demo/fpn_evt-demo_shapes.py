@@ -55,5 +55,5 @@ param_scheduler = [
 default_hooks = dict(logger=dict(interval=20),
                      checkpoint=dict(by_epoch=False, interval=max_iters),
                      visualization=dict(interval=1))  # --show-dir draws every val image
-# fixed seed: the README's demo numbers come from a run of this config
+# fixed seed: docs/demo.md's numbers come from a run of this config
 randomness = dict(seed=0)

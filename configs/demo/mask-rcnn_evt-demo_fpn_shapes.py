@@ -67,5 +67,5 @@ param_scheduler = [
          end=max_epochs),
 ]
 default_hooks = dict(logger=dict(interval=10), checkpoint=dict(interval=max_epochs))
-# fixed seed: the README's demo numbers come from a run of this config
+# fixed seed: docs/demo.md's numbers come from a run of this config
 randomness = dict(seed=0)

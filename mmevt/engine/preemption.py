@@ -22,9 +22,20 @@ continues from it exactly:
   changes which flips are drawn, not their distribution.
 
 Dataloader workers ignore the signals (set inside ``worker_init_fn``), so the main process
-keeps its data while it saves; the handler that was installed before is chained (a Python
-one is called) and restored when the run ends. A second signal while saving is recorded and
-changes nothing. A signal during evaluation is acted on at the next training iteration.
+keeps its data while it saves. The training, validation and test loaders get that
+``worker_init_fn``; workers a loop started before the hook could set it (an iteration-based
+loop starts its iterator, and so its workers, when it is built, before ``before_run``) are
+stopped in ``before_run`` and started again, from the beginning of the same sample stream, in
+``before_train``. The handler that was installed before is chained (a Python one is called)
+and restored when the run ends. A second signal while saving is recorded and changes nothing.
+A signal during validation lets the validation finish, then the run saves the state of the
+last trained iteration and exits (a resumed run would not validate again). A signal during a
+checkpoint write lets the write finish (mmevt makes mmengine's writes atomic, so a process
+killed while writing never leaves a half-written file under the checkpoint's name).
+
+The process that receives the signal first does not matter: the launcher
+(:mod:`mmevt.apis.torchrun`, behind ``tools/dist_train.sh``) forwards it to every rank's
+process group, each rank records it, and every worker ignores it.
 """
 import atexit
 import multiprocessing
@@ -38,6 +49,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 import torch
 from mmengine.hooks import Hook
+from torch.utils.data import DataLoader
 from mmengine.logging import print_log
 
 # sysexits.h's EX_TEMPFAIL: "a temporary failure; the user is invited to retry"
@@ -90,7 +102,10 @@ class SeededPipeline:
 
     def __call__(self, data_info: dict) -> Any:
         saved = random_states()
-        seed = sample_seed(self.seed, self.epoch.value, data_info.get('sample_idx', 0))
+        index = data_info.get('sample_idx', 0)
+        # the epoch the sampler drew the index in (SampleIndex), else the runner's epoch
+        epoch = getattr(index, 'epoch', self.epoch.value)
+        seed = sample_seed(self.seed, epoch, index)
         random.seed(seed)
         np.random.seed(seed)
         torch.manual_seed(seed)
@@ -103,24 +118,54 @@ class SeededPipeline:
         return getattr(self.__dict__['pipeline'], name)
 
 
-class _SkipFirstBatches:
-    """A batch sampler whose next iteration skips its first ``count`` batches (the ones a
-    preempted run trained), then iterates as the sampler it wraps."""
+class SampleIndex(int):
+    """A dataset index that knows the sampler epoch it was drawn in: :class:`SeededPipeline`
+    seeds by it. mmengine's datasets pass the index on as ``data_info['sample_idx']``, and
+    the index travels to the dataloader workers with the batch, so the epoch is the one of
+    the draw even when workers prefetch across an epoch's end. An infinite sampler (one
+    ``__iter__`` for the whole run, as iteration-based configs use) counts an epoch per
+    ``len(sampler)`` draws, so a sample's augmentations differ from pass to pass."""
 
-    def __init__(self, batch_sampler: Any, count: int):
-        self.batch_sampler, self.count = batch_sampler, count
+    epoch: int
+
+    def __new__(cls, index: int, epoch: int) -> 'SampleIndex':
+        self = super().__new__(cls, index)
+        self.epoch = epoch
+        return self
+
+    def __reduce__(self):
+        return SampleIndex, (int(self), self.epoch)
+
+
+class _PreemptibleBatches:
+    """The batch sampler of a run with the hook: its next iteration skips its first ``skip``
+    batches (the ones a preempted run trained), and, with ``tag`` set, yields each index as
+    a :class:`SampleIndex`; otherwise it iterates as the batch sampler it wraps."""
+
+    def __init__(self, batch_sampler: Any, sampler: Any, tag: bool, skip: int = 0):
+        self.batch_sampler, self.sampler, self.tag, self.skip = (batch_sampler, sampler, tag,
+                                                                 skip)
 
     def __iter__(self):
         batches = iter(self.batch_sampler)
-        skip, self.count = self.count, 0
-        for _ in range(skip):
-            next(batches, None)
-        yield from batches
+        skip, self.skip = self.skip, 0
+        drawn = sum(len(next(batches, ())) for _ in range(skip))
+        if not self.tag:
+            yield from batches
+            return
+        first = getattr(self.sampler, 'epoch', 0)
+        size = max(len(self.sampler), 1)
+        for batch in batches:
+            tagged = []
+            for index in batch:
+                tagged.append(SampleIndex(index, first + drawn // size))
+                drawn += 1
+            yield tagged
 
     def __len__(self) -> int:
         return len(self.batch_sampler)
 
-    def __getattr__(self, name: str) -> Any:  # sampler, batch_size, ...: the wrapped one's
+    def __getattr__(self, name: str) -> Any:  # batch_size, ...: the wrapped one's
         return getattr(self.__dict__['batch_sampler'], name)
 
 
@@ -156,6 +201,71 @@ def _datasets(dataset: Any) -> List[Any]:
     return found
 
 
+def _by_epoch(loop: Any) -> bool:
+    """Whether ``loop`` iterates its dataloader epoch by epoch (mmengine's
+    ``EpochBasedTrainLoop`` and the toolkits' subclasses); otherwise one iterator serves the
+    run (``IterBasedTrainLoop``, which also has a ``max_epochs``)."""
+    from mmengine.runner import EpochBasedTrainLoop
+    return isinstance(loop, EpochBasedTrainLoop)
+
+
+def _validation_follows(runner: Any, epoch_done: bool) -> bool:
+    """Whether the training loop validates after the current iteration: the condition of
+    mmengine's ``EpochBasedTrainLoop.run`` / ``IterBasedTrainLoop.run``
+    (mmengine/runner/loops.py) for the epoch or iteration being finished."""
+    loop = runner.train_loop
+    interval = getattr(loop, 'val_interval', 0)
+    if not _is_loop(runner._val_loop) or not interval:
+        return False
+    if _by_epoch(loop):
+        if not epoch_done:
+            return False
+        done, last = runner.epoch + 1, loop.max_epochs
+    else:
+        done, last = runner.iter + 1, loop.max_iters
+    return done >= getattr(loop, 'val_begin', 1) and (done % interval == 0 or done == last)
+
+
+def _position(state: dict) -> str:
+    """Where a saved run stands, as the log says it."""
+    if state.get('by_epoch', True):
+        return (f'epoch {state["epoch"]}, iteration {state["iter"]}, batch '
+                f'{state["batch_idx"]} of the epoch')
+    return f'iteration {state["iter"]}'
+
+
+def _sampler(loader: Any) -> Any:
+    sampler = getattr(loader.batch_sampler, 'sampler', None)
+    return loader.sampler if sampler is None else sampler
+
+
+def _is_loop(value: Any) -> bool:
+    from mmengine.runner import BaseLoop
+    return isinstance(value, BaseLoop)
+
+
+def _started_iterators(loop: Any, loader: Any) -> List[tuple]:
+    """``(owner, attribute)`` of each dataloader iterator over ``loader`` that ``loop``
+    holds: one it holds itself, or one inside a wrapper it holds (mmengine's
+    ``IterBasedTrainLoop.dataloader_iterator._iterator``)."""
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+    found = []
+    owners = [loop] + [v for v in vars(loop).values()
+                       if hasattr(v, '_iterator') and not isinstance(v, DataLoader)]
+    for owner in owners:
+        for name, value in vars(owner).items():
+            if isinstance(value, _BaseDataLoaderIter) and value._dataset is loader.dataset:
+                found.append((owner, name))
+    return found
+
+
+def _stop_workers(iterator: Any, loader: Any) -> None:
+    if hasattr(iterator, '_shutdown_workers'):
+        iterator._shutdown_workers()
+    if getattr(loader, '_iterator', None) is iterator:  # persistent workers: not reused
+        loader._iterator = None
+
+
 class PreemptionCheckpointHook(Hook):
     """On a signal, save at the next iteration boundary and exit; resume exactly (module
     docstring).
@@ -186,6 +296,7 @@ class PreemptionCheckpointHook(Hook):
         self._batch_offset = 0  # batches of the current epoch trained before a resume
         self._epoch = multiprocessing.Value('i', 0, lock=False)
         self._stopping = multiprocessing.Value('b', 0, lock=False)  # read by the workers
+        self._training = False  # between before_train and after_train
 
     # ------------------------------------------------------------------ the signal
     def _handle(self, number: int, frame: Any) -> None:
@@ -214,6 +325,13 @@ class PreemptionCheckpointHook(Hook):
         # runs before multiprocessing's own exit function (registered earlier), which
         # terminates the workers with SIGTERM
         atexit.register(self._stop_workers_on_signals)
+        # workers started before the handlers (an iteration-based loop starts them when it
+        # is built) would die of a signal and take the run down: stopped here, started
+        # again in before_train, once they ignore the signals
+        loop = getattr(runner, '_train_loop', None)
+        if _is_loop(loop):
+            for owner, name in _started_iterators(loop, loop.dataloader):
+                _stop_workers(getattr(owner, name), loop.dataloader)
 
     def after_run(self, runner) -> None:
         self._restore()
@@ -222,9 +340,13 @@ class PreemptionCheckpointHook(Hook):
         self._resumed = checkpoint.get('meta', {}).get(CHECKPOINT_KEY)
 
     def before_train(self, runner) -> None:
-        loader = runner.train_loop.dataloader
-        loader.worker_init_fn = _IgnoreSignalsInWorker(self.signals, self._stopping,
-                                                       loader.worker_init_fn)
+        self._training = True
+        loop = runner.train_loop
+        loader = loop.dataloader
+        for other in (runner._val_loop, runner._test_loop):
+            if _is_loop(other) and hasattr(other, 'dataloader'):
+                self._protect_workers(other.dataloader)
+        self._protect_workers(loader)
         self._epoch.value = runner.epoch
         if self.seed_samples:
             for dataset in _datasets(loader.dataset):
@@ -232,21 +354,42 @@ class PreemptionCheckpointHook(Hook):
                                                                    SeededPipeline):
                     dataset.pipeline = SeededPipeline(dataset.pipeline, runner.seed,
                                                       self._epoch)
-        state = self._resumed
+        state, sampler = self._resumed, _sampler(loader)
+        if state is not None and state.get('sampler_seed') is not None and hasattr(
+                sampler, 'seed'):
+            sampler.seed = state['sampler_seed']
+        if hasattr(sampler, '_indices_of_rank') and hasattr(sampler, 'indices'):
+            # mmengine's infinite samplers draw from one generator made when they are built
+            # (and already advanced by a loop that started early): the stream starts again,
+            # from its beginning and with the seed set above
+            sampler.indices = sampler._indices_of_rank()
+        # the epoch loop iterates the whole epoch again: skip what was trained; the
+        # iteration-based loop advances its iterator itself
+        skip = state['batch_idx'] if state is not None and _by_epoch(loop) else 0
+        batches = loader.batch_sampler
+        if isinstance(batches, _PreemptibleBatches):
+            batches = batches.batch_sampler
+        object.__setattr__(loader, 'batch_sampler',
+                           _PreemptibleBatches(batches, sampler, self.seed_samples, skip))
+        # iterators a loop made before (with the old worker_init_fn, pipeline, seed and
+        # batch sampler) start again, their workers with the signals ignored
+        for owner, name in _started_iterators(loop, loader):
+            _stop_workers(getattr(owner, name), loader)
+            setattr(owner, name, iter(loader))
         if state is None:
             return
-        sampler = getattr(loader.batch_sampler, 'sampler', loader.sampler)
-        if state.get('sampler_seed') is not None and hasattr(sampler, 'seed'):
-            sampler.seed = state['sampler_seed']
-        if state['batch_idx'] and hasattr(runner.train_loop, 'max_epochs'):
-            # the epoch loop iterates the whole epoch again: skip what was trained
-            object.__setattr__(loader, 'batch_sampler',
-                               _SkipFirstBatches(loader.batch_sampler, state['batch_idx']))
         self._batch_offset = state['batch_idx']
         print_log(f'PreemptionCheckpointHook: resuming the run stopped by '
-                  f'{signal.Signals(state["signal"]).name} at epoch {state["epoch"]}, '
-                  f'iteration {state["iter"]}, batch {state["batch_idx"]} of the epoch',
+                  f'{signal.Signals(state["signal"]).name} at {_position(state)}',
                   logger='current')
+
+    def _protect_workers(self, loader: Any) -> None:
+        if not isinstance(loader.worker_init_fn, _IgnoreSignalsInWorker):
+            loader.worker_init_fn = _IgnoreSignalsInWorker(self.signals, self._stopping,
+                                                           loader.worker_init_fn)
+
+    def after_train(self, runner) -> None:
+        self._training = False
 
     def before_train_epoch(self, runner) -> None:
         self._epoch.value = runner.epoch
@@ -260,31 +403,54 @@ class PreemptionCheckpointHook(Hook):
             set_random_states(states[min(get_rank(), len(states) - 1)])
             self._resumed = None
 
-    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
-                         outputs: Any = None) -> None:
+    def _signalled(self) -> int:
+        """The signal some rank received (0: none), the same on every rank."""
         from mmengine.dist import all_reduce
         flag = torch.tensor([0 if self.received is None else self.received])
-        all_reduce(flag, op='max')  # every rank stops at the same iteration
-        if int(flag.item()):
-            self._save_and_exit(runner, batch_idx, int(flag.item()))
+        all_reduce(flag, op='max')  # every rank stops at the same point
+        return int(flag.item())
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch: Any = None,
+                         outputs: Any = None) -> None:
+        number = self._signalled()
+        if not number:
+            return
+        epoch, next_batch = runner.epoch, 0
+        if _by_epoch(runner.train_loop):
+            next_batch = self._batch_offset + batch_idx + 1
+            if next_batch >= len(runner.train_loop.dataloader):  # the epoch is trained
+                epoch, next_batch = epoch + 1, 0
+        if _validation_follows(runner, epoch_done=epoch > runner.epoch):
+            # the uninterrupted run validates here (and draws random numbers doing it), a
+            # resumed one would not: after_val_epoch saves once it is done
+            return
+        # the iteration is trained; mmengine counts it after this hook
+        self._save_and_exit(runner, number, epoch, runner.iter + 1, next_batch)
+
+    def after_val_epoch(self, runner, metrics: Optional[dict] = None) -> None:
+        # validation inside training finished; a signal during it saves the state of the
+        # last trained iteration now, rather than after one more iteration
+        if self._training:
+            number = self._signalled()
+            if number:
+                self._save_and_exit(runner, number, runner.epoch, runner.iter, 0)
 
     # ---------------------------------------------------------------- the save
-    def _save_and_exit(self, runner, batch_idx: int, number: int) -> None:
+    def _save_and_exit(self, runner, number: int, epoch: int, iteration: int,
+                       batch_idx: int) -> None:
+        """Save what resuming at ``iteration`` (``epoch``, its ``batch_idx``, both counted
+        as done) needs, then exit every process with ``exit_code``."""
         from mmengine.dist import all_gather_object, barrier, is_main_process
 
         from ..patches.atomic_writes import atomic_write
-        next_batch = self._batch_offset + batch_idx + 1
-        epoch_done = next_batch >= len(runner.train_loop.dataloader)
-        state = dict(signal=number, iter=runner.iter + 1,
-                     epoch=runner.epoch + int(epoch_done),
-                     batch_idx=0 if epoch_done else next_batch,
-                     sampler_seed=getattr(getattr(runner.train_loop.dataloader.batch_sampler,
-                                                  'sampler', None), 'seed', None),
+        state = dict(signal=number, iter=iteration, epoch=epoch, batch_idx=batch_idx,
+                     by_epoch=_by_epoch(runner.train_loop),
+                     sampler_seed=getattr(_sampler(runner.train_loop.dataloader), 'seed',
+                                          None),
                      random_states=all_gather_object(random_states()))
         filename = f'preempted_iter_{state["iter"]}.pth'
         print_log(f'PreemptionCheckpointHook: {signal.Signals(number).name} received; saving '
-                  f'{filename} at epoch {state["epoch"]}, iteration {state["iter"]}, batch '
-                  f'{state["batch_idx"]} of the epoch, then exiting with {self.exit_code}',
+                  f'{filename} at {_position(state)}, then exiting with {self.exit_code}',
                   logger='current')
         # mmengine's save_checkpoint takes epoch and iteration from meta when given
         runner.save_checkpoint(runner.work_dir, filename, meta={

@@ -181,7 +181,7 @@ PATCHES: Tuple[Patch, ...] = (
           'also serves heads that regress per class', 'needed', 'needed',
           'found here (docs/deployment.md)', 'mmevt-deploy'),
 )
-# What a user sees with an import-time patch switched off (the README's table says it too)
+# What a user sees with an import-time patch switched off (docs/patches.md's table says it too)
 SWITCHED_OFF: Dict[str, str] = {
     'package-lookup': "upstream mmengine 0.10.7 without `pkg_resources` (setuptools >= 82): every "
                       "`pkg::` config fails with `No module named 'pkg_resources'`; the fork: "

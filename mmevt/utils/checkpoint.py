@@ -2,7 +2,7 @@
 weights loaded with every mismatch reported (:func:`load_backbone_checkpoint`).
 
 How checkpoints are unpickled (``weights_only=True`` with an allow-list, on every stack) is
-:mod:`mmevt.patches.checkpoint_loading`; its names stay importable from here.
+:mod:`mmevt.patches.checkpoint_loading`.
 """
 import logging
 import os.path as osp
@@ -11,9 +11,6 @@ from typing import Any, Dict, Mapping, Optional
 
 from torch import nn
 
-from ..patches.checkpoint_loading import (SAFE_CHECKPOINT_GLOBALS,  # noqa: F401
-                                          checkpoint_getattr,
-                                          enable_safe_checkpoint_loading)
 
 
 # wrappers a checkpoint's weights come in, in the order they are looked for: OpenMMLab

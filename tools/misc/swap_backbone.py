@@ -5,7 +5,7 @@ Usage: python tools/misc/swap_backbone.py SRC --arch ARCH --out DST [--pretraine
            [--recipe evt|keep] [--check] [--overwrite]
 
 SRC is a config file or an 'mmdet::' / 'mmseg::' / 'mmpretrain::' path. See mmevt/swap/
-and README.md ("Swap EVT into your own config"). Installed as the `mmevt-swap` command.
+and docs/swap.md. Installed as the `mmevt-swap` command.
 """
 from mmevt.swap import cli
 

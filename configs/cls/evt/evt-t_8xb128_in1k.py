@@ -17,7 +17,7 @@
 # The authors' README accuracy is the EMA weights' for S/B/L and the plain weights' for
 # T; the EMAHook below evaluates the EMA weights.
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
-# THIS_CONFIG --launcher slurm (see docs/reliability.md).
+# THIS_CONFIG --launcher slurm (see docs/cluster.md).
 _base_ = [
     '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',

@@ -3,7 +3,7 @@
 # here inherits a file the wheel cannot ship). Used by tools/deployment/deploy.py
 # (`mmevt-deploy`, mmevt/deploy/mmdeploy_export.py), which exports with the TorchScript exporter.
 # `_scope_` pins the dicts that carry a `type` to mmdeploy: mmengine would otherwise give them
-# the scope 'mmevt' when a config is inherited through `mmevt::` (see README).
+# the scope 'mmevt' when a config is inherited through `mmevt::` (docs/own_environment.md).
 onnx_config = dict(
     _scope_='mmdeploy',
     type='onnx',

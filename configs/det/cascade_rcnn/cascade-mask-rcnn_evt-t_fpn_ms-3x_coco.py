@@ -11,7 +11,7 @@
 #   drop path = the backbone's ImageNet value; SyncBN in the stem and downsampling.
 # Differences from theirs: fp32 by default (they trained with fp16: add --amp); mmdet 3.3.
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
-# THIS_CONFIG --launcher slurm (see docs/reliability.md).
+# THIS_CONFIG --launcher slurm (see docs/cluster.md).
 _base_ = [
     '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmdet::_base_/models/cascade-mask-rcnn_r50_fpn.py',

@@ -11,7 +11,7 @@
 # tools/train.py); mmdet 3.3 instead of their mmdet 2.x. docs/detection.md lists each config.
 # Other total batches: pass --auto-scale-lr to scale the lr linearly (auto_scale_lr below).
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
-# THIS_CONFIG --launcher slurm (see docs/reliability.md).
+# THIS_CONFIG --launcher slurm (see docs/cluster.md).
 _base_ = [
     '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmdet::_base_/models/mask-rcnn_r50_fpn.py',

@@ -8,7 +8,7 @@
 # start_level 1, which leaves stage 1 unused: the same network without the unused norm).
 # Differences from theirs: fp32 by default (they trained with fp16, loss scale 512: add
 # --amp); mmdet 3.3. Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python
-# tools/train.py THIS_CONFIG --launcher slurm (see docs/reliability.md).
+# tools/train.py THIS_CONFIG --launcher slurm (see docs/cluster.md).
 _base_ = [
     '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmdet::_base_/models/retinanet_r50_fpn.py',

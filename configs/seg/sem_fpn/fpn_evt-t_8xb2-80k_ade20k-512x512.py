@@ -3,7 +3,7 @@
 # _base_/schedules/schedule_80k.py): AdamW lr 1e-4 wd 1e-4 on every parameter (their
 # optimizer has no exclusions), poly decay (power 0.9) to 1e-6, no warm-up. Batch 16 in total (8 GPUs x 2 images).
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
-# THIS_CONFIG --launcher slurm (see docs/reliability.md).
+# THIS_CONFIG --launcher slurm (see docs/cluster.md).
 _base_ = [
     '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmseg::_base_/models/fpn_r50.py',

@@ -2,7 +2,7 @@
 # crops, 160k iterations, AdamW lr 6e-5 wd 0.01, 1500 linear warm-up iterations, poly
 # decay (power 1). Batch 16 in total (8 GPUs x 2 images).
 # Multi-GPU: tools/dist_train.sh THIS_CONFIG 8; Slurm: srun ... python tools/train.py
-# THIS_CONFIG --launcher slurm (see docs/reliability.md).
+# THIS_CONFIG --launcher slurm (see docs/cluster.md).
 _base_ = [
     '../../_base_/import_mmevt.py',  # first: imports mmevt before the pkg:: bases resolve
     'mmseg::_base_/models/upernet_r50.py',

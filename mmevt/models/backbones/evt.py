@@ -50,6 +50,20 @@ def layer_cfg_keys(mixer: Union[str, dict]) -> List[str]:
     return keys
 
 
+def init_linear_and_norm(model: nn.Module) -> None:
+    """EVT's initialisation of ``model``'s modules, in place: linears truncated normal
+    (std 0.02) with zero bias, LayerNorms ones / zeros (mmpretrain's classifier
+    ``init_cfg`` for the neck and head, the same)."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.trunc_normal_(m.weight, std=.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+
 class EVTStage(nn.Module):
     """Optional downsampling followed by ``depth`` blocks, channels-last.
 
@@ -278,14 +292,7 @@ class EVT(BaseModule):
                                  cfg.get('map_location', 'cpu'))
             self._is_init = True
             return
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.trunc_normal_(m.weight, std=.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.LayerNorm):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+        init_linear_and_norm(self)
         if cfg is not None:
             super().init_weights()
 
@@ -319,8 +326,16 @@ class EVT(BaseModule):
         return self
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
-        """Args: x (Tensor): ``(B, in_channels, H, W)``. Returns: tuple of NCHW maps."""
+    def check_input(self, x: Tensor) -> None:
+        """Refuse an input EVT cannot run, naming what is wrong, and log the attention path
+        each stage takes (once per kind of input).
+
+        Args:
+            x (Tensor): ``(B, in_channels, H, W)`` with ``H, W >= 32``.
+
+        Raises:
+            ValueError: another shape, a side under 32, or (input checks on) NaN / Inf.
+        """
         if x.dim() != 4 or x.shape[1] != self.in_channels:
             raise ValueError(f'EVT expects input of shape (B, {self.in_channels}, H, W), '
                              f'got {tuple(x.shape)}')
@@ -334,6 +349,10 @@ class EVT(BaseModule):
                              f'(input checks are on: MMEVT_DEBUG or set_input_checks)')
         log_attention_paths('EVT', [[blk.attn for blk in stage.blocks] for stage in self.stages],
                             x, self.attn_impl, self._logged_paths)
+
+    def forward(self, x: Tensor) -> Tuple[Tensor, ...]:
+        """Args: x (Tensor): ``(B, in_channels, H, W)``. Returns: tuple of NCHW maps."""
+        self.check_input(x)
         x = self.stem(x).permute(0, 2, 3, 1)
         outs = []
         for i, stage in enumerate(self.stages):

@@ -33,9 +33,13 @@ class RMTClsNeck(BaseModule):
         self.act = nn.SiLU()
         self.return_tokens = return_tokens
 
+    def project(self, tokens: Tensor) -> Tensor:
+        """The unpooled pre-logits: ``(B, C, H, W) -> (B, hidden, H, W)`` (``proj``, BN,
+        Swish per token; the timm models' last features, :mod:`mmevt.timm`)."""
+        x = self.proj(tokens.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        return self.act(self.norm(x))
+
     def forward(self, inputs: Union[Tensor, Tuple[Tensor, ...]]) -> Tuple[Tensor, ...]:
         tokens = inputs[-1] if isinstance(inputs, (tuple, list)) else inputs
-        x = self.proj(tokens.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-        x = self.act(self.norm(x))
-        pooled = x.mean(dim=(2, 3))
+        pooled = self.project(tokens).mean(dim=(2, 3))
         return (tokens, pooled) if self.return_tokens else (pooled, )

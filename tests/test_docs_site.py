@@ -1,0 +1,225 @@
+"""The documentation as a reader meets it: every Markdown link, anchor and repository path in
+backticks resolves, every page is in a toctree, the Sphinx site builds with warnings as
+errors, the README states no measurement by hand, and the licence / citation files agree with
+the package. No network: links to other sites are not followed."""
+import glob
+import os.path as osp
+import re
+from typing import Dict, List, Set
+
+import pytest
+
+from helpers import REPO
+
+DOCS = osp.join(REPO, 'docs')
+FENCE = re.compile(r'^(```|~~~).*?^\1\s*$', re.M | re.S)
+LINK = re.compile(r'!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
+CODE_SPAN = re.compile(r'(`+)(.+?)\1', re.S)
+HEADING = re.compile(r'^(#{1,6})\s+(.*?)\s*#*\s*$', re.M)
+# what a backticked repository path starts with; the rest of a path may be a file or folder
+REPO_ROOTS = ('configs/', 'tools/', 'mmevt/', 'docs/', 'tests/', 'requirements/', '.ci/')
+REPO_FILES = {'Makefile', 'setup.py', 'pyproject.toml', 'model-index.yml', 'LICENSE',
+              'CITATION.cff', 'MANIFEST.in', 'README.md', 'requirements.txt'}
+# paths the docs name that are made, not kept: the wheel's package data, the site
+MADE = ('mmevt/.mim', 'docs/_build')
+# a path of another project or of the past: "mmdet's `configs/swin/`", "its own `...`",
+# "the former `...`"
+FOREIGN = re.compile(r"(?:\b(?:mm(?!evt\b)[\w-]*|onedl-[\w-]+|mim)'s(?:\s+own)?|\bits\s+own|"
+                     r"\btheir(?:\s+own)?|\bformer)\s*\(?$")
+
+
+def pages() -> List[str]:
+    """The Markdown a reader meets: the README, the docs pages, the zoo's family pages."""
+    return sorted([osp.join(REPO, 'README.md')] + glob.glob(osp.join(DOCS, '*.md')) +
+                  glob.glob(osp.join(REPO, 'configs', '*', '*', 'README.md')))
+
+
+def prose(text: str) -> str:
+    """``text`` without its fenced code blocks and HTML comments."""
+    return re.sub(r'<!--.*?-->', '', FENCE.sub('', text), flags=re.S)
+
+
+def slug(title: str) -> str:
+    """A heading's anchor as GitHub (and myst-parser's ``myst_heading_anchors``) make it."""
+    title = re.sub(r'\[([^\]]*)\]\([^)]*\)', r'\1', title)  # a link: its text
+    return re.sub(r'[^\w\- ]', '', title.strip().lower().replace('`', '')).replace(' ', '-')
+
+
+def anchors(path: str, memo: Dict[str, Set[str]] = {}) -> Set[str]:
+    if path not in memo:
+        memo[path] = {slug(m[2]) for m in HEADING.finditer(FENCE.sub('', open(path).read()))}
+    return memo[path]
+
+
+def rel(path: str) -> str:
+    return osp.relpath(path, REPO)
+
+
+@pytest.mark.parametrize('page', pages(), ids=rel)
+def test_every_link_and_anchor_resolves(page):
+    text = prose(open(page).read())
+    text = CODE_SPAN.sub(' ', text)  # `[a](b)` in code is no link
+    bad = []
+    for target in LINK.findall(text):
+        if re.match(r'[a-z]+:', target):  # https:, mailto: ... (not followed: no network)
+            continue
+        path, _, anchor = target.partition('#')
+        dest = osp.normpath(osp.join(osp.dirname(page), path)) if path else page
+        if not osp.exists(dest):
+            bad.append(f'{target}: no such file')
+        elif not dest.startswith(REPO + osp.sep):
+            bad.append(f'{target}: outside the repository')
+        elif anchor and (not dest.endswith('.md') or anchor not in anchors(dest)):
+            bad.append(f'{target}: no heading with the anchor #{anchor}')
+    assert not bad, f'{rel(page)}: ' + '; '.join(bad)
+
+
+def backticked_paths(text: str) -> List[str]:
+    """The repository paths a page names in inline code (placeholders and globs left out:
+    ``configs/det/**/*rmt-*``, ``configs/<task>/...``)."""
+    out = []
+    text = prose(text)
+    for m in CODE_SPAN.finditer(text):
+        if FOREIGN.search(text[max(0, m.start() - 40):m.start()]):
+            continue
+        code = m.group(2).strip().split('::')[0]  # a pytest node id names its file
+        if re.search(r'[\s<>*{}$|\[\]]|\.\.\.', code) or code.startswith(MADE):
+            continue
+        if code.startswith(REPO_ROOTS) or code in REPO_FILES:
+            out.append(code.rstrip('/'))
+    return out
+
+
+@pytest.mark.parametrize('page', pages(), ids=rel)
+def test_every_backticked_repository_path_exists(page):
+    missing = [p for p in backticked_paths(open(page).read())
+               if not osp.exists(osp.join(REPO, p))]
+    assert not missing, f'{rel(page)} names paths that do not exist: {missing}'
+
+
+def test_the_path_and_link_checks_catch_what_they_should(tmp_path):
+    # the checks above fail on a broken page (the functions they use, on known input)
+    text = ('See `tools/no_such_tool.py`, `configs/<task>/x.py`, `mmevt/.mim/configs` and '
+            "`tests/test_cls.py::test_x`, not mmdet's `configs/swin/` nor mmrotate's own "
+            '`tools/x.py`.\n\n```bash\n`tools/in_code.py`\n```\n')
+    assert backticked_paths(text) == ['tools/no_such_tool.py', 'tests/test_cls.py']
+    assert slug("A toolkit's own `tools/train.py` cannot read a `pkg::` base") == \
+        'a-toolkits-own-toolstrainpy-cannot-read-a-pkg-base'
+    assert slug('Checkpoints and `weights_only`') == 'checkpoints-and-weights_only'
+    assert LINK.findall('[a](b.md#c) and ![img](images/x.png) [x](https://e.org)') == \
+        ['b.md#c', 'images/x.png', 'https://e.org']
+
+
+def toctree_entries() -> Set[str]:
+    entries = set()
+    for page in glob.glob(osp.join(DOCS, '*.md')):
+        for block in re.findall(r'^```\{toctree\}\n(.*?)^```', open(page).read(), re.M | re.S):
+            entries |= {ln.strip() for ln in block.splitlines()
+                        if ln.strip() and not ln.startswith(':')}
+    return entries
+
+
+def test_every_page_is_in_a_toctree():
+    pages_ = {osp.splitext(osp.basename(p))[0] for p in glob.glob(osp.join(DOCS, '*.md'))}
+    entries = toctree_entries()
+    assert not (pages_ - {'index'} - entries), \
+        f'docs pages in no toctree of docs/index.md: {sorted(pages_ - {"index"} - entries)}'
+    assert not (entries - pages_), f'toctree entries without a page: {sorted(entries - pages_)}'
+
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    """The site, built in-process as `make docs` builds it (warnings are errors)."""
+    from sphinx.cmd.build import build_main
+    out = tmp_path_factory.mktemp('site')
+    rc = build_main(['-b', 'html', '-W', '--keep-going', '-q', '-d', str(out / 'doctrees'),
+                     DOCS, str(out / 'html')])
+    assert rc == 0, 'sphinx reported warnings or errors (run `make docs` to see them)'
+    return out / 'html'
+
+
+def test_the_site_builds_with_every_page_and_the_api(site):
+    for page in glob.glob(osp.join(DOCS, '*.md')):
+        name = osp.splitext(osp.basename(page))[0]
+        assert (site / f'{name}.html').is_file(), name
+    api = (site / 'api.html').read_text()
+    # autodoc found the public names, each once
+    for name in ('mmevt.EVT', 'mmevt.converters.convert_checkpoint',
+                 'mmevt.engine.PreemptionCheckpointHook', 'mmevt.analysis.count_flops'):
+        assert api.count(f'id="{name}"') == 1, name
+    assert 'id="mmevt.models.EVT"' not in api  # re-exported: documented once, under mmevt
+    # a GitHub-style anchor became a link to the heading's id
+    faq = (site / 'faq.html').read_text()
+    assert 'troubleshooting.html#a-toolkit-s-own-tools-train-py-cannot-read-a-config-with-a-pkg-base' in faq
+
+
+def test_the_api_page_lists_each_public_name_once():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('docs_conf', osp.join(DOCS, 'conf.py'))
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    entries = [name for rows in conf.api_entries().values() for _, name in rows]
+    assert len(entries) == len(set(entries))
+    objects = {}
+    for name in entries:
+        module, _, attr = name.rpartition('.')
+        obj = getattr(importlib.import_module(module), attr)
+        if callable(obj):
+            assert id(obj) not in objects, (name, objects.get(id(obj)))
+            objects[id(obj)] = name
+    import mmevt
+    assert {'mmevt.EVT', 'mmevt.RMTClsNeck', 'mmevt.register_all_modules'} <= set(entries)
+    assert all(f'mmevt.{n}' in entries or n == '__version__' for n in mmevt.__all__)
+
+
+# Our measurements live in generated tables of the docs; the README states none. A number
+# with a unit of time, size, share or speed, or a metric with its value, is one.
+MEASUREMENT = re.compile(
+    r'\b\d+(?:[.,]\d+)?\s*(?:ms|s|sec|seconds?|min|minutes?|h|hours?|days?|[KMGT]i?B|%|'
+    r'[GM]FLOPs?|[GM]MACs?|img/s|it/s|x faster|x slower)\b'
+    r'|\b(?:mAP|mIoU|AP|mAcc|aAcc|top-1|accuracy)\s*(?:of|=|:|is)?\s*\d+\.\d+',
+    re.I)
+
+
+def measurements(text: str) -> List[str]:
+    text = CODE_SPAN.sub(' ', prose(text))
+    text = LINK.sub(' ', text)  # link targets (arXiv ids) are no measurements
+    return [m.group(0) for m in MEASUREMENT.finditer(text)]
+
+
+def test_the_readme_states_no_measurement_by_hand():
+    found = measurements(open(osp.join(REPO, 'README.md')).read())
+    assert not found, f'README.md states measurements (move them to a generated docs table): {found}'
+    # the check finds what it must
+    assert measurements('the suite took 21 min 24 s; bbox mAP 0.854 and 6 GB') == \
+        ['21 min', '24 s', 'mAP 0.854', '6 GB']
+    assert measurements('Python 3.11, mmcv 2.1.0, `tools/x.py 8`, [arXiv 2604.18549](u)') == []
+
+
+def test_the_readme_is_a_front_page():
+    text = open(osp.join(REPO, 'README.md')).read()
+    assert len(prose(text).split()) <= 1500
+    for section in ('## Support', '## Quick start', '## EVT in your own config', '## Tools',
+                    '## Known limits', '## Documentation', '## News'):
+        assert section in text, section
+
+
+def test_licence_and_citation_agree_with_the_package():
+    import tomllib
+
+    import yaml
+    with open(osp.join(REPO, 'pyproject.toml'), 'rb') as f:
+        project = tomllib.load(f)['project']
+    licence = open(osp.join(REPO, 'LICENSE')).read()
+    assert project['license'] == 'Apache-2.0'
+    assert 'Apache License' in licence and 'Version 2.0, January 2004' in licence
+    with open(osp.join(REPO, 'CITATION.cff')) as f:
+        cff = yaml.safe_load(f)
+    assert cff['cff-version'] == '1.2.0' and cff['license'] == project['license']
+    assert cff['version'] == project['version']
+    titles = {r['title']: r for r in cff['references']}
+    assert 'RMT: Retentive Networks Meet Vision Transformers' in titles
+    assert 'Advancing Vision Transformer with Enhanced Spatial Priors' in titles
+    assert all(r['authors'] for r in cff['references'])
+    bib = open(osp.join(DOCS, 'citation.md')).read()
+    assert '2604.18549' in bib and '2309.11523' in bib
