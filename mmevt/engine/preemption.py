@@ -266,6 +266,17 @@ def _stop_workers(iterator: Any, loader: Any) -> None:
         loader._iterator = None
 
 
+def _stop_train_workers(loop: Any) -> None:
+    """End the workers of ``loop``'s iterators the way the dataloader ends them. Left to the
+    interpreter's exit, multiprocessing would SIGTERM them, and torch would report each as
+    a worker killed by a signal."""
+    loader = loop.dataloader
+    for owner, name in _started_iterators(loop, loader):
+        _stop_workers(getattr(owner, name), loader)
+    if getattr(loader, '_iterator', None) is not None:  # persistent workers
+        _stop_workers(loader._iterator, loader)
+
+
 class PreemptionCheckpointHook(Hook):
     """On a signal, save at the next iteration boundary and exit; resume exactly (module
     docstring).
@@ -390,6 +401,7 @@ class PreemptionCheckpointHook(Hook):
 
     def after_train(self, runner) -> None:
         self._training = False
+        _stop_train_workers(runner.train_loop)
 
     def before_train_epoch(self, runner) -> None:
         self._epoch.value = runner.epoch
@@ -460,6 +472,7 @@ class PreemptionCheckpointHook(Hook):
             atomic_write(path, osp.join(runner.work_dir, 'last_checkpoint'))
         barrier()  # every rank leaves after the file is complete
         self._restore()
+        _stop_train_workers(runner.train_loop)
         # srun --kill-on-bad-exit (our slurm scripts', the toolkits') SIGTERMs the other tasks
         # as soon as one exits: a rank still on its way out would die of that signal and srun
         # return 143, not exit_code, and no requeue follow. The checkpoint is complete and this
