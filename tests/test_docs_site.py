@@ -174,14 +174,16 @@ def test_the_api_page_lists_each_public_name_once():
 
 # Measurements and facts of configuration, the rule the pages keep (see the test's docstring)
 MEASUREMENT = re.compile(
-    r'(?<![A-Za-z]-)\b\d+(?:[.,]\d+)?\s*(?:ms|s|sec|seconds?|min|minutes?|h|hours?|days?|[KMGT]i?B|%|'
-    r'[GM]FLOPs?|[GM]MACs?|img/s|it/s|tests?|passed|failed)(?!\w)'
+    r'(?<![A-Za-z]-)\b\d+(?:[.,]\d+)?\s*'
+    r'(?:ms|s|sec|seconds?|min|minutes?|h|hours?|days?|[KMGT]i?B|%|[GM]FLOPs?|[GM]MACs?|'
+    r'img/s|it/s|tests?|passed|failed)(?!\w)'
     r'|\b\d+(?:\.\d+)?x (?:faster|slower|more|less|fewer)\b|\b\d+\.\d+x\b'
     r'|\b(?:mAP|mIoU|AP|mAcc|aAcc|top-1|top1|accuracy)\s*(?:of|=|:|is)?\s*\d+\.\d+',
     re.I)
 # the words that make a number with a unit a setting: "default 120 s", "a timeout of 30 s"
 SETTING = re.compile(r'\b(?:default|timeout|time limit|limits?|minimum|maximum|at most|up to|'
-                     r'every|budget|fsync|retry|retries|waits?|at least|set to)\b[^.;:()]{0,12}$|[<>]=\s*[\w-]*\s*$', re.I)
+                     r'every|budget|fsync|retry|retries|waits?|at least|set to)\b[^.;:()]{0,12}$'
+                     r'|[<>]=\s*[\w-]*\s*$', re.I)
 # where a number is labelled as the paper's or its authors'
 THEIRS = re.compile(r"\b(?:the paper|paper's|papers'|the authors|authors')", re.I)
 GENERATED = re.compile(r'<!-- (\S[^:>]*): written by .*?-->.*?<!-- end of \1 -->', re.S)
@@ -212,7 +214,8 @@ def test_no_page_states_a_measurement_by_hand(page):
     ``<!-- NAME: written by COMMAND -->`` and ``<!-- end of NAME -->`` (a test checks each
     table is the command's output), or on a page that tool writes whole; prose points to
     those tables. A measurement is a number with a unit of time, size, share or speed, a
-    ratio ("1.23x", "2x faster"; a "1x" schedule is a setting), a count of tests, or a metric followed by its value.
+    ratio ("1.23x", "2x faster"; a "1x" schedule is a setting), a count of tests, or a
+    metric followed by its value.
 
     Not measurements, so allowed: facts of configuration, written without a unit (an input
     size 224, batch 8, 300 iterations, a version 2.1.0) or as the code that sets them, in
