@@ -3,6 +3,7 @@ backticks resolves, every page is in a toctree, the Sphinx site builds with warn
 errors, no page states a measurement by hand, and the licence / citation files agree with
 the package. No network: links to other sites are not followed."""
 import glob
+import os
 import os.path as osp
 import re
 from typing import Dict, List, Set
@@ -276,3 +277,49 @@ def test_licence_and_citation_agree_with_the_package():
     assert all(r['authors'] for r in cff['references'])
     bib = open(osp.join(DOCS, 'citation.md')).read()
     assert '2604.18549' in bib and '2309.11523' in bib
+
+
+# ------------------------------------------------------------ the site in a headless browser
+ARTEFACTS = os.environ.get('MMEVT_TEST_ARTEFACTS',
+                           osp.join(REPO, 'work_dirs', 'test-artefacts'))
+
+
+def _chromium(*args: str) -> str:
+    import shutil
+    import subprocess
+    exe = shutil.which('chromium') or shutil.which('chromium-browser')
+    if exe is None:
+        reason = ("no chromium for the site's browser check: as root, apt-get install "
+                  'chromium (.ci/run does)')
+        if os.environ.get('CI'):
+            pytest.fail(f'CI runs the browser check: {reason}')
+        pytest.skip(reason)
+    proc = subprocess.run([exe, '--headless', '--no-sandbox', '--disable-gpu',
+                           '--virtual-time-budget=10000', *args], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_the_site_renders_and_searches_in_a_browser(site):
+    """Debian's chromium, headless, opens the built site: the front page, the zoo and a task
+    page (classification) render (a screenshot of each is kept under
+    ``$MMEVT_TEST_ARTEFACTS``, default ``work_dirs/test-artefacts/docs-site/``), and the
+    site's search (JavaScript over its index) finds ``frozen_stages`` on the backbone page."""
+    out = osp.join(ARTEFACTS, 'docs-site')
+    os.makedirs(out, exist_ok=True)
+    for page, must in (('index', 'EVT'), ('zoo', '<table'),
+                       ('classification', 'class="highlight')):
+        url = (site / f'{page}.html').as_uri()
+        dom = _chromium('--dump-dom', url)
+        assert must in dom and 'sidebar-tree' in dom, page  # the theme's navigation too
+        shot = osp.join(out, f'{page}.png')
+        if osp.exists(shot):
+            os.remove(shot)
+        _chromium('--window-size=1280,1600', f'--screenshot={shot}', url)
+        with open(shot, 'rb') as f:
+            png = f.read()
+        assert png.startswith(b'\x89PNG') and len(png) > 20000, (page, len(png))
+    found = _chromium('--dump-dom', (site / 'search.html').as_uri() + '?q=frozen_stages')
+    hits = re.findall(r'<li[^>]*><a href="([^"#?]+)', found)
+    assert 'backbone.html' in hits, hits
