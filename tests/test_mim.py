@@ -17,19 +17,9 @@ import sys
 import pytest
 import yaml
 
-from helpers import (COPY_SKIP, HANG_TIMEOUT, REPO, _setuptools_with_pkg_resources,
-                     current_stack, tool_env)
+from helpers import (COPY_SKIP, HANG_TIMEOUT, REPO, SEG_USER_CONFIG,
+                     _setuptools_with_pkg_resources, current_stack, tool_env)
 
-SEG_USER_CONFIG = '''_base_ = 'mmevt::demo/fpn_evt-demo_shapes.py'
-data_root = {root!r}
-train_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
-                        dataset=dict(data_root=data_root))
-val_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
-                      dataset=dict(data_root=data_root))
-test_dataloader = val_dataloader
-train_cfg = dict(max_iters=2, val_interval=2)
-default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
-'''
 
 
 def _run(cmd, cwd, env, check=True):
