@@ -200,6 +200,19 @@ sys.meta_path.insert(0, _NoPkgResources())
 '''
 
 
+# a user config of two training iterations on the generated shapes (format with root=)
+SEG_USER_CONFIG = '''_base_ = 'mmevt::demo/fpn_evt-demo_shapes.py'
+data_root = {root!r}
+train_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
+                        dataset=dict(data_root=data_root))
+val_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
+                      dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+train_cfg = dict(max_iters=2, val_interval=2)
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
+'''
+
+
 def bootstrap_wheel(pattern: str) -> str:
     """A wheel ``tools/bootstrap.sh`` downloaded for the tests (``<venv>/.mmevt-test-wheels``:
     upstream mmengine, a setuptools with ``pkg_resources``), found by glob ``pattern``."""

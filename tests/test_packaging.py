@@ -18,7 +18,8 @@ import pytest
 import torch
 from packaging.requirements import Requirement
 
-from helpers import COPY_SKIP, CONFIGS, HANG_TIMEOUT, REPO, load_tool, tool_env
+from helpers import (COPY_SKIP, CONFIGS, HANG_TIMEOUT, REPO, SEG_USER_CONFIG, load_tool,
+                     tool_env)
 
 OWN_ENV_DOC = osp.join(REPO, 'docs', 'own_environment.md')
 
@@ -261,16 +262,6 @@ if sys.argv[1] == 'all':
 print('REPORT ' + json.dumps(report))
 '''
 
-SEG_USER_CONFIG = '''_base_ = 'mmevt::demo/fpn_evt-demo_shapes.py'
-data_root = {root!r}
-train_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
-                        dataset=dict(data_root=data_root))
-val_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
-                      dataset=dict(data_root=data_root))
-test_dataloader = val_dataloader
-train_cfg = dict(max_iters=2, val_interval=2)
-default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
-'''
 
 
 def _run(cmd, cwd, env, timeout=HANG_TIMEOUT):

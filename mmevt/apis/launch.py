@@ -47,6 +47,14 @@ def run_toolkit_tool(tool: str, argv: Optional[List[str]] = None) -> None:
     """Import mmevt, then run ``<toolkit>/.mim/tools/<tool>.py`` with ``argv``."""
     import mmevt  # noqa: F401  registers EVT and allow-lists checkpoint classes
     argv = sys.argv[1:] if argv is None else argv
+    if {'-h', '--help'} & set(argv) and not any(not a.startswith('-') for a in argv):
+        # asked for help without a config (mim train / test ask so): the options are the
+        # toolkit's, which only the config names
+        print(f'usage: tools/{tool}.py CONFIG [options]\n\nRuns the {tool}.py of the '
+              "toolkit of CONFIG's default_scope (mmdet, mmseg, mmpretrain, mmpose, "
+              f"mmaction2, mmrotate) with all its options; `tools/{tool}.py CONFIG -h` "
+              'lists them.')
+        return
     path = toolkit_tool_path(toolkit_of(find_config_arg(argv)), tool)
     sys.argv = [path] + list(argv)
     runpy.run_path(path, run_name='__main__')
