@@ -27,7 +27,7 @@ FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_confi
 # form the pytest-xdist group `slurm`: --dist loadgroup runs them in one worker, one cluster.
 PYTEST_DIST := --dist loadgroup
 
-.PHONY: env env-fork slurm demo test test-fork test-fork-ci docs complexity gpu-deps gpu-rehearsal
+.PHONY: env env-fork slurm browser demo test test-fork test-fork-ci docs complexity gpu-deps gpu-rehearsal
 
 env:
 	@bash tools/bootstrap.sh
@@ -38,13 +38,17 @@ env-fork:
 slurm:
 	@bash tools/install_slurm.sh
 
+# Debian's chromium for the docs site's browser check (tests/test_docs_site.py), as root
+browser:
+	@bash tools/install_browser.sh
+
 demo: env
 	$(PY) tools/demo.py
 
-test: env slurm
+test: env slurm browser
 	$(PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) tests
 
-test-fork: env-fork slurm
+test-fork: env-fork slurm browser
 	MMEVT_VENV=$(FORK_VENV) $(FORK_PY) -m pytest -q -n $(TEST_WORKERS) $(PYTEST_DIST) tests
 
 test-fork-ci: env-fork slurm

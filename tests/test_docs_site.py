@@ -289,8 +289,8 @@ def _chromium(*args: str) -> str:
     import subprocess
     exe = shutil.which('chromium') or shutil.which('chromium-browser')
     if exe is None:
-        reason = ("no chromium for the site's browser check: as root, apt-get install "
-                  'chromium (.ci/run does)')
+        reason = ("no chromium for the site's browser check: as root, make browser "
+                  '(tools/install_browser.sh; make test does it)')
         if os.environ.get('CI'):
             pytest.fail(f'CI runs the browser check: {reason}')
         pytest.skip(reason)
