@@ -408,7 +408,87 @@ def run_jobs(jobs: List[Job], device: torch.device, done: Callable[[Job, List[Di
             done(job, job_runs)
 
 
+# ------------------------------------------------------------------ the docs' section
+DOCS_PAGE = 'docs/benchmark.md'
+SECTION = 'compile'
+
+
+def section_markers(name: str = SECTION) -> Tuple[str, str]:
+    """The two lines (markdown comments) ``docs/benchmark.md`` holds a section between."""
+    return (f'<!-- {name} section: written by tools/analysis/benchmark.py --docs -->',
+            f'<!-- end of {name} section -->')
+
+
+def _key(row: dict) -> tuple:
+    return (row['arch'], row.get('attn_impl'), row['case'], row['dtype'],
+            bool(row.get('with_cp')))
+
+
+def _ms(sec: float) -> str:
+    return f'{1e3 * sec:.1f}'
+
+
+def compile_section(rows: Sequence[dict]) -> List[str]:
+    """The compile section of the docs from a run's records (the rows ``--jsonl`` wrote):
+    the device and its measured fp32 matmul peak, eager and compiled times side by side,
+    and the saved-for-backward MiB per image; a later row of a case replaces an earlier.
+
+    Args:
+        rows (Sequence[dict]): benchmark rows and the run's ``matmul_peak`` rows.
+
+    Returns:
+        list[str]: markdown lines.
+    """
+    peaks = [r for r in rows if r.get('check') == 'matmul_peak']
+    timed: Dict[tuple, Dict[bool, dict]] = {}
+    saved: Dict[tuple, dict] = {}
+    for r in rows:
+        if 'arch' not in r:
+            continue
+        if 'seconds' in r:
+            timed.setdefault(_key(r), {})[bool(r['compiled'])] = r
+        if 'saved_mib_per_image' in r:
+            saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
+    lines = []
+    for p in peaks:
+        lines.append(f"- {p['device']}, torch {p.get('torch', '?')}: fp32 matmul "
+                     f"{p['gflops_per_s']:.1f} GFLOP/s ({p['n']} x {p['n']}, TF32 off), "
+                     'measured in the same run')
+    pairs = [(k, v) for k, v in timed.items() if True in v]
+    if pairs:
+        lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '
+                  'compile s | graphs |', '|---|---|---|---|---|---|---|---|']
+        for key, v in pairs:
+            c, e = v[True], v.get(False)
+            lines.append(f"| {row_name(c)} | {c['case']} | {c['dtype']} | "
+                         f"{_ms(e['seconds']) if e else '-'} | {_ms(c['seconds'])} | "
+                         f"{(e['seconds'] / c['seconds']) if e else float('nan'):.2f} | "
+                         f"{c.get('compile_s', float('nan')):.0f} | {c.get('graphs', '-')} |")
+    if saved:
+        lines += ['', '| model | H x W | with_cp | saved MiB / image | fixed MiB | '
+                  'at batch 1 |', '|---|---|---|---|---|---|']
+        for (arch, hw, cp), r in saved.items():
+            per, fixed = r['saved_mib_per_image'], r['saved_mib_fixed']
+            lines.append(f'| {arch} | {hw[0]} x {hw[1]} | {cp} | {per:.1f} | {fixed:.1f} | '
+                         f'{per + fixed:.1f} |')
+    return lines
+
+
+def splice_section(text: str, lines: Sequence[str], name: str = SECTION) -> str:
+    """``text`` with ``lines`` put between the section's markers (what was there goes).
+
+    Raises:
+        ValueError: ``text`` lacks the markers, holds them twice or in the wrong order.
+    """
+    begin, end = section_markers(name)
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(end) < text.index(begin):
+        raise ValueError(f'{DOCS_PAGE} needs one {begin!r} line and one {end!r} after it')
+    head, rest = text.split(begin)
+    return head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + rest.split(end)[1]
+
+
 __all__ = ['DEFAULT_ARCHS', 'SWIN_SIZES', 'GraphCounter', 'Job', 'Variant', 'build_backbone',
-           'build_from_config', 'build_variants', 'complexity', 'format_row', 'input_cases',
+           'build_from_config', 'build_variants', 'compile_section', 'complexity', 'format_row',
+           'input_cases', 'section_markers', 'splice_section',
            'matmul_peak', 'measure', 'print_profile', 'row_name', 'run_jobs', 'saved_per_image',
            'summarise', 'table_header', 'timed']

@@ -27,15 +27,18 @@ are printed with the device name. The measuring itself is :mod:`mmevt.analysis.b
 """
 import argparse
 import json
+import os.path as osp
 from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from mmevt.analysis.benchmark import (DEFAULT_ARCHS, SWIN_SIZES, Job, build_backbone,  # noqa
-                                      build_from_config, build_variants, complexity,
-                                      format_row, input_cases, matmul_peak, measure,
-                                      run_jobs, saved_per_image, summarise, table_header)
-from mmevt.analysis.records import append_row, device_name
+from mmevt.analysis.benchmark import (DEFAULT_ARCHS, DOCS_PAGE, SWIN_SIZES, Job,  # noqa
+                                      build_backbone, build_from_config, build_variants,
+                                      compile_section, complexity, format_row, input_cases,
+                                      matmul_peak, measure, row_name, run_jobs,
+                                      saved_per_image, splice_section, summarise,
+                                      table_header)
+from mmevt.analysis.records import append_row, device_name, read_rows
 
 build = build_backbone  # the names this script had (other tools load it as a module)
 
@@ -62,6 +65,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--saved', action='store_true',
                         help='add the saved-for-backward MiB per image of the training steps '
                              '(a saved-tensors hook; the same on every device)')
+    parser.add_argument('--saved-only', action='store_true',
+                        help='with --saved: count the saved bytes only, time nothing (the '
+                        'count is the same on every device: big sizes on a CPU)')
     parser.add_argument('--with-cp', nargs='?', const='both', default='no',
                         choices=list(_BOTH), help='also (both) or only (only) with gradient '
                         'checkpointing per block')
@@ -90,11 +96,36 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--jsonl', help='append each row to this JSON-lines file as soon as '
                         'it is measured')
     parser.add_argument('--tag', default='', help="a label put in each --jsonl row ('step')")
+    parser.add_argument('--docs', metavar='RECORDS', nargs='+',
+                        help=f'write the compile section of {DOCS_PAGE} from these JSON-lines '
+                        'records (what --jsonl wrote) and exit')
+    parser.add_argument('--check', action='store_true',
+                        help='with --docs: only say whether the page holds that section')
     return parser.parse_args(argv)
+
+
+def write_docs(records: Sequence[str], check: bool = False, repo: Optional[str] = None) -> bool:
+    """Put the compile section made from ``records`` into the docs page; True when the page
+    changed (with ``check``: differs, and nothing is written)."""
+    repo = repo or osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+    rows = [row for path in records for row in read_rows(path)]
+    path = osp.join(repo, DOCS_PAGE)
+    with open(path) as f:
+        old = f.read()
+    new = splice_section(old, compile_section(rows))
+    if new != old and not check:
+        with open(path, 'w') as f:
+            f.write(new)
+    return new != old
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
+    if args.docs:
+        changed = write_docs(args.docs, args.check)
+        print(f"{DOCS_PAGE}: {'differs' if args.check else 'written'}" if changed
+              else f'{DOCS_PAGE}: up to date')
+        raise SystemExit(1 if changed and args.check else 0)
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -105,10 +136,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         peak = matmul_peak(device, 'fp32', args.matmul_peak)
         print(f"fp32 matmul peak (measured, {peak['n']} x {peak['n']}, TF32 off): "
               f"{peak['gflops_per_s']:.1f} GFLOP/s")
-        append_row(args.jsonl, dict(check='matmul_peak', device=device_name(device), **peak),
-                   step=args.tag)
+        append_row(args.jsonl, dict(check='matmul_peak', device=device_name(device),
+                                    torch=torch.__version__, **peak), step=args.tag)
     compiled = _BOTH[args.compile]
-    saved = bool(args.saved and args.train)
+    saved = bool((args.saved or args.saved_only) and args.train)
     columns = dict(with_complexity=args.complexity, compiled=True in compiled, saved=saved)
     print('\n'.join(table_header(**columns)))
 
@@ -138,6 +169,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(format_row(rows[-1], **columns), flush=True)
         append_row(args.jsonl, rows[-1], step=args.tag)
 
+    if args.saved_only:  # one row per model, case and dtype: the counts, no times
+        for key, extra in extras.items():
+            name, impl, cp, case, dtype = key
+            shape = next(s for c, s, _ in cases if c == case)
+            row = dict(arch=name, case=case, shape=list(shape), dtype=dtype, compiled=False,
+                       attn_impl=impl, **({'with_cp': True} if cp else {}), **extra)
+            rows.append(row)
+            print(f"| {row_name(row)} | {case} | {dtype} | {extra['saved_mib_per_image']:.1f} "
+                  f"MiB / image | {extra['saved_mib_fixed']:.1f} MiB fixed |", flush=True)
+            append_row(args.jsonl, row, step=args.tag)
+        jobs = []
     dynamic = {'auto': None, 'true': True, 'false': False}[args.dynamic]
     run_jobs(jobs, device, done, args.rounds, args.warmup, args.iters, args.profile,
              args.compile_backend, dynamic)
