@@ -144,3 +144,27 @@ def test_explain_finds_no_graph_break_in_any_family():
     for arch in ('evt-test', 'rmt-test'):
         explanation = torch._dynamo.explain(EVT(arch).eval())(torch.randn(1, 3, 96, 128))
         assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), arch
+
+
+@pytest.mark.parametrize('mode', ['group', 'dilate', 'window', 'grid'])
+def test_grouping_under_compile_equals_eager_for_every_size(mode):
+    # under torch.compile grouping pads and ungroups by gathers (no size-dependent branch
+    # or slice); eager pads only where needed: the two must give the same layouts
+    from mmevt.ops import group_tokens, grouped_distance, ungroup_tokens
+
+    def layouts(x, hw):
+        grouped = group_tokens(x, 16, mode, hw, pad_value=-1.)
+        return grouped, ungroup_tokens(grouped * 2, x.shape[1], mode, hw), \
+            grouped_distance(hw, 16, mode, 'euclidean')
+    compiled, _ = _compiled(layouts, 'eager', dynamic=True)
+    for i, hw in enumerate([(8, 12), (7, 9), (12, 12), (5, 17)]):  # filled and padded
+        x = torch.randn(2, hw[0] * hw[1], 3, 4, requires_grad=True)
+        with torch._dynamo.config.patch(error_on_recompile=i > 0):
+            got = compiled(x, hw)
+        want = layouts(x, hw)
+        for a, b in zip(got, want):
+            assert torch.equal(a, b)
+        torch.testing.assert_close(got[1], 2 * x)
+        # the gathers' gradients: each token back from its one slot, padded slots dropped
+        (grad, ) = torch.autograd.grad(got[0].sum() + got[1].sum(), x)
+        assert torch.equal(grad, torch.full_like(x, 3.))
