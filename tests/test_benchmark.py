@@ -1,13 +1,19 @@
-"""The benchmark tool runs end to end on this machine's device and writes JSON."""
+"""The benchmark tool runs end to end on this machine's device and writes JSON; its
+measuring functions (:mod:`mmevt.analysis.benchmark`, :mod:`mmevt.analysis.memory`) count
+what they say they count."""
 import json
 
 import pytest
+import torch
+from torch import nn
 
 from helpers import run_tool
+from mmevt.analysis.benchmark import (GraphCounter, format_row, matmul_peak, row_name,
+                                      table_header)
+from mmevt.analysis.memory import saved_bytes_split, saved_tensor_bytes
 
-pytestmark = pytest.mark.e2e  # every test here runs the tools in a subprocess
 
-
+@pytest.mark.e2e  # the tool in a subprocess
 def test_benchmark_throughput_train_and_scaling(tmp_path):
     out_json = tmp_path / 'bench.json'
     out = run_tool('tools/analysis/benchmark.py', '--arch', 'evt-test', 'rmt-test', 'swin-t',
@@ -26,6 +32,7 @@ def test_benchmark_throughput_train_and_scaling(tmp_path):
     assert '| evt-test | 128x128 | fp32 |' in out
 
 
+@pytest.mark.e2e  # the tool in a subprocess
 def test_benchmark_reads_config_backbones_and_counts_complexity(tmp_path):
     import os.path as osp
 
@@ -49,11 +56,100 @@ def test_benchmark_reads_config_backbones_and_counts_complexity(tmp_path):
     assert count_macs(windows, (1, 3, 96, 96)) != count_macs(groups, (1, 3, 96, 96))
 
 
+@pytest.mark.e2e  # the tool in a subprocess
 def test_benchmark_compiled_only():
     # aot_eager: the tool's compiled path (dynamo traces the whole backbone, AOT autograd)
     # without inductor's C++ code generation, which alone took ~40 s of the suite on 2 cores
     out = run_tool('tools/analysis/benchmark.py', '--arch', 'evt-test', '--compile', 'only',
                    '--compile-backend', 'aot_eager', '--batch', '1', '--size', '64',
-                   '--dtype', 'fp32', '--warmup', '1', '--iters', '1')
+                   '--dtype', 'fp32', '--warmup', '1', '--iters', '1', '--matmul-peak', '256')
     rows = [line for line in out.splitlines() if line.startswith('| evt-test |')]
     assert len(rows) == 1 and '| fp32 | True |' in rows[0]
+    # the compile-time and graph columns: the backbone traced as one graph
+    assert rows[0].split('|')[9].strip() == '1'
+    assert 'fp32 matmul peak (measured, 256 x 256' in out
+
+
+@pytest.mark.e2e  # the tool in a subprocess
+def test_benchmark_saved_bytes_per_size_and_with_cp(tmp_path):
+    out_json = tmp_path / 'saved.json'
+    out = run_tool('tools/analysis/benchmark.py', '--arch', 'evt-test', '--train', '64', '96',
+                   '--train', '96', '96', '--saved', '--with-cp', 'both', '--dtype', 'fp32',
+                   '--warmup', '0', '--iters', '1', '--matmul-peak', '256', '--json',
+                   str(out_json))
+    assert '| evt-test (with_cp) | train@96x96 | fp32 | False |' in out
+    rows = {(r['case'], r.get('with_cp', False)): r
+            for r in json.loads(out_json.read_text())['rows']}
+    assert set(rows) == {(c, cp) for c in ('train@64x96', 'train@96x96') for cp in (0, 1)}
+    saved = {k: r['saved_mib_per_image'] for k, r in rows.items()}
+    assert saved[('train@96x96', False)] > saved[('train@64x96', False)]
+    for case in ('train@64x96', 'train@96x96'):  # checkpointing keeps the blocks' inputs
+        assert saved[(case, True)] < 0.6 * saved[(case, False)]
+    assert all(r['matmul_gflops_per_s'] > 0 for r in rows.values())
+
+
+def test_saved_bytes_count_each_storage_once_and_leave_parameters_out():
+    mlp = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    got = saved_tensor_bytes(mlp, torch.randn(3, 8))
+    # the input (first linear), the ReLU output (saved by the ReLU and the second linear:
+    # one storage); the weights the linears save are parameters
+    assert got.total == 4 * (3 * 8 + 3 * 16) and got.per_image == got.total / 3
+    assert got.tensors == 4 and got.storages == 2
+    assert got.largest[0] == ((3, 16), 'float32', 4 * 3 * 16)
+
+    class Shared(nn.Module):
+        def forward(self, x):
+            y = x.exp()  # exp saves y; sin saves y; mul saves y and sin(y)
+            return y * y.sin()
+    got = saved_tensor_bytes(Shared(), torch.randn(2, 5, requires_grad=True))
+    assert (got.tensors, got.storages, got.total) == (4, 2, 2 * 2 * 5 * 4)
+    with pytest.raises(ValueError, match='dtype'):
+        saved_tensor_bytes(mlp, torch.randn(3, 8), 'fp16')
+
+
+def test_saved_bytes_of_evt_grow_with_the_input_and_shrink_with_checkpointing():
+    from mmevt.models import EVT
+    x = torch.randn(2, 3, 64, 64)
+    plain = saved_tensor_bytes(EVT('evt-test'), x)
+    ckpt = saved_tensor_bytes(EVT('evt-test', with_cp=True), x)
+    bigger = saved_tensor_bytes(EVT('evt-test'), torch.randn(2, 3, 128, 128))
+    assert ckpt.total < 0.6 * plain.total
+    assert 3 * plain.total < bigger.total  # 4x the pixels
+    # autocast saves the matmul inputs in bf16, and its bf16 copies of the weights once
+    split, bf16 = (saved_bytes_split(EVT('evt-test'), (64, 64), dtype)
+                   for dtype in ('fp32', 'bf16'))
+    assert split['per_image'] + split['fixed'] == split['batch1']
+    assert 2 * split['per_image'] + split['fixed'] == plain.total
+    assert split['fixed'] > 0  # the decay bias tables, shared by the batch
+    assert bf16['per_image'] < 0.75 * split['per_image'] and bf16['fixed'] > split['fixed']
+
+
+def test_matmul_peak_and_graph_counter():
+    peak = matmul_peak(torch.device('cpu'), 'fp32', n=128, iters=2)
+    assert peak['n'] == 128 and peak['gflops_per_s'] > 0
+    assert abs(peak['gflops_per_s'] - 2 * 128**3 / peak['seconds'] / 1e9) < 1e-6
+    with pytest.raises(ValueError, match='dtype'):
+        matmul_peak(torch.device('cpu'), 'fp16')
+
+    def two_graphs(x):
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+    torch._dynamo.reset()
+    counter = GraphCounter('eager')
+    x = torch.randn(4)
+    assert torch.equal(torch.compile(two_graphs, backend=counter)(x), x.sin().cos())
+    assert counter.graphs == 2
+
+
+def test_table_lines_have_the_headers_columns():
+    row = dict(arch='evt-t', attn_impl='flex', with_cp=True, case='train', dtype='fp32',
+               compiled=True, seconds=0.5, images_per_s=4.0, compile_s=12.0, graphs=1,
+               saved_mib_per_image=163.5)
+    assert row_name(row) == 'evt-t (flex, with_cp)'
+    for cols in (dict(), dict(compiled=True), dict(with_complexity=True, saved=True),
+                 dict(with_complexity=True, compiled=True, saved=True)):
+        head = table_header(**cols)
+        line = format_row(row, **cols)
+        assert head[0].count('|') == head[1].count('|') == line.count('|'), cols
+    assert format_row(row, compiled=True, saved=True).endswith('| 12.0 | 1 | 163.5 | - |')

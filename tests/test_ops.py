@@ -383,7 +383,8 @@ def test_flex_padding_block_mask_is_cached_and_only_built_with_padding(monkeypat
     assert padding_block_mask((8, 8), 16, 'group', 2, torch.device('cpu')) is None
     assert padding_block_mask((8, 8), 16, 'window', 2, torch.device('cpu')) is None
     mask = padding_block_mask((7, 11), 16, 'dilate', 2, torch.device('cpu'))
-    assert mask.shape[-2:] == (16, 16) and mask.shape[1] == 2 * num_groups(77, 16)
+    # groups in Flex's batch dim (batch 2, batch-major), broadcast over heads
+    assert mask.shape == (2 * num_groups(77, 16), 1, 16, 16)
     torch.manual_seed(0)
     q, k, v = (torch.randn(1, 77, 2, 16) for _ in range(3))
     lg, cache = decay_log_rates(2, 2, 4), GridCache()

@@ -3,7 +3,9 @@ from .complexity import (GIBI, GIGA, MEGA, count_macs, count_params, macs_breakd
                          model_complexity)
 from .flop_handles import register_flop_handles
 from .flops import analyze_flops, config_complexity, count_flops
+from .memory import saved_bytes_split, saved_tensor_bytes
 
 __all__ = ['GIBI', 'GIGA', 'MEGA', 'analyze_flops', 'attention_rollout', 'config_complexity',
            'count_flops', 'count_macs', 'count_params', 'dense_attention', 'macs_breakdown',
-           'model_complexity', 'register_flop_handles', 'visible_mask']
+           'model_complexity', 'register_flop_handles', 'saved_bytes_split',
+           'saved_tensor_bytes', 'visible_mask']

@@ -24,9 +24,9 @@ from torch import Tensor
 
 from .cache import GridCache
 from .checks import check_choice, renamed_argument
-from .decay import DECAY_KINDS, decay_bias, grouped_distance, line_decay_bias, slot_coords
-from .grouping import (group_token_index, group_tokens, has_padding, ungroup_pairs,
-                       ungroup_tokens)
+from .decay import (DECAY_KINDS, decay_bias, grouped_coords, grouped_distance,
+                    line_decay_bias)
+from .grouping import group_tokens, has_padding, ungroup_pairs, ungroup_tokens
 
 logger = logging.getLogger('mmevt')
 
@@ -215,52 +215,65 @@ def attention_sdpa(q: Tensor, k: Tensor, v: Tensor, bias: Optional[Tensor],
 
 
 def _decay_score_mod(hw: Tuple[int, int], group_size: int, mode: str, decay: str,
-                     log_gamma: Tensor):
-    """``score_mod`` adding the decay of the grouped layout ``(B, heads * G, S, D)``."""
-    idx = group_token_index(hw, group_size, mode, log_gamma.device)  # (G, S)
-    g = idx.shape[0]
-    pos = slot_coords(hw, idx)  # (G, S, 2)
+                     log_gamma: Tensor, batch: int):
+    """``score_mod`` adding the decay of the grouped layout ``(B * G, heads, S, D)``.
+
+    Groups go into Flex's batch dim, batch-major (``(b g)``), not into its heads: Flex
+    marks the head count static under ``torch.compile``, so groups there (their number
+    changes with the input size) would trace again for every size. The coordinate tables
+    are repeated per image so that the batch index picks a group's row directly.
+    """
+    pos, _ = grouped_coords(hw, group_size, mode, log_gamma.device)  # (G, S, 2)
+    pos = pos.repeat(batch, 1, 1)  # (B * G, S, 2)
     rows, cols = pos[..., 0].contiguous(), pos[..., 1].contiguous()
     log_gamma = log_gamma.float()
 
     def score_mod(score, b, h, q_idx, kv_idx):
-        grp, head = h % g, h // g
-        dr = rows[grp, q_idx] - rows[grp, kv_idx]
-        dc = cols[grp, q_idx] - cols[grp, kv_idx]
+        dr = rows[b, q_idx] - rows[b, kv_idx]
+        dc = cols[b, q_idx] - cols[b, kv_idx]
         if decay == 'euclidean':
             dist = torch.sqrt(dr * dr + dc * dc)
         elif decay == 'manhattan':
             dist = dr.abs() + dc.abs()
         else:
             dist = dr * 0
-        return score + (log_gamma[head] * dist).to(score.dtype)
+        return score + (log_gamma[h] * dist).to(score.dtype)
 
     return score_mod
 
 
-def padding_block_mask(hw: Tuple[int, int], group_size: int, mode: str, heads: int,
+def padding_block_mask(hw: Tuple[int, int], group_size: int, mode: str, batch: int,
                        device: torch.device):
     """Flex ``BlockMask`` hiding the padded key slots of the grouped layout.
 
     Returns:
-        BlockMask | None: for ``(B, heads * G, S, S)`` scores (broadcast over B), or None
-        when the grid fills every group (no padding, nothing to mask).
+        BlockMask | None: for ``(batch * G, heads, S, S)`` scores (groups batch-major in
+        Flex's batch dim, broadcast over heads), or None when the grid fills every group
+        (no padding, nothing to mask). Under ``torch.compile`` the mask is always built
+        (all blocks full where nothing is padded, so Flex skips the mask there): asking
+        whether a size pads would make the compiled graph guard on it and trace again
+        for sizes on the other side.
     """
-    if not has_padding(hw, group_size, mode):
+    if not torch.compiler.is_compiling() and not has_padding(hw, group_size, mode):
         return None
-    idx = group_token_index(hw, group_size, mode, device)  # (G, S)
-    valid = idx < hw[0] * hw[1]
-    g, s = idx.shape
+    _, valid = grouped_coords(hw, group_size, mode, device)  # (G, S)
+    valid = valid.repeat(batch, 1)  # (B * G, S)
+    rows, s = valid.shape
 
     def mask_mod(b, h, q_idx, kv_idx):
-        return valid[h % g, kv_idx]
+        return valid[b, kv_idx]
 
-    return _create_block_mask(mask_mod, None, heads * g, s, s, device=device)
+    return _create_block_mask(mask_mod, rows, None, s, s, device=device)
 
 
 def _group_heads(x: Tensor, hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
     """``(B, N, heads, D) -> (B, heads * G, S, D)``: the grouped layout, heads major."""
     return rearrange(group_tokens(x, group_size, mode, hw), 'b g s h d -> b (h g) s d')
+
+
+def _group_batch(x: Tensor, hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
+    """``(B, N, heads, D) -> (B * G, heads, S, D)``: groups in the batch dim (Flex's)."""
+    return rearrange(group_tokens(x, group_size, mode, hw), 'b g s h d -> (b g) h s d')
 
 
 def _memo(cache: Optional[GridCache], key: tuple, hw: Tuple[int, int], group_size: int,
@@ -315,8 +328,8 @@ def spatial_decay_attention(q: Tensor,
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
         attn_impl (str): ``'auto'`` or a path of :data:`ATTN_PATHS`. Defaults to ``'auto'``.
         cache (GridCache, optional): memo for the additive bias (``sdpa``, ``reference``) or
-            the score_mod and padding block mask (``flex``). Defaults to None (built on
-            every call).
+            the score_mod and padding block mask (``flex``, per batch size: groups go
+            into Flex's batch dim). Defaults to None (built on every call).
         dropout_p (float): attention dropout; pass 0 outside training. Flex cannot apply
             it (``'auto'`` then runs SDPA). Defaults to 0.
         impl, bias_cache: deprecated names of ``attn_impl`` and ``cache``.
@@ -334,19 +347,21 @@ def spatial_decay_attention(q: Tensor,
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
     attn_impl = resolve_impl(attn_impl, q.device, d, needs_grad=needs_grad,
                              dropout=dropout_p > 0)
-    qg, kg, vg = (_group_heads(t, hw, group_size, mode) for t in (q, k, v))
     if attn_impl == 'flex':
-        score_mod = _memo(cache, ('flex_decay', ), hw, group_size, mode, decay, q.device,
-                          lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma))
-        block_mask = _memo(cache, ('flex_pad', heads), hw, group_size, mode, decay, q.device,
-                           lambda: padding_block_mask(hw, group_size, mode, heads, q.device))
+        qg, kg, vg = (_group_batch(t, hw, group_size, mode) for t in (q, k, v))
+        score_mod = _memo(cache, ('flex_decay', b), hw, group_size, mode, decay, q.device,
+                          lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma, b))
+        block_mask = _memo(cache, ('flex_pad', b), hw, group_size, mode, decay, q.device,
+                           lambda: padding_block_mask(hw, group_size, mode, b, q.device))
         out = _flex_attention(qg, kg, vg, score_mod=score_mod, block_mask=block_mask,
                               scale=scale)
+        out = rearrange(out, '(b g) h s d -> b g s h d', b=b)
     else:
+        qg, kg, vg = (_group_heads(t, hw, group_size, mode) for t in (q, k, v))
         bias = _layout_bias(hw, group_size, mode, decay, log_gamma, qg.dtype, q.device, cache)
         attn = attention_reference if attn_impl == 'reference' else attention_sdpa
         out = attn(qg, kg, vg, bias[None], scale, dropout_p)
-    out = rearrange(out, 'b (h g) s d -> b g s h d', h=heads)
+        out = rearrange(out, 'b (h g) s d -> b g s h d', h=heads)
     return ungroup_tokens(out, n, mode, hw)
 
 

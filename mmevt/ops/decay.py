@@ -13,7 +13,7 @@ from einops import rearrange
 from torch import Tensor
 
 from .checks import check_choice
-from .grouping import group_token_index
+from .grouping import group_tokens
 from .grouping import square_side  # noqa: F401  (old home, one release: visualize tool)
 
 DECAY_KINDS = ('euclidean', 'manhattan', 'none')
@@ -60,6 +60,33 @@ def slot_coords(hw: Tuple[int, int], idx: Tensor) -> Tensor:
     return torch.cat([coords, coords.new_zeros(1, 2)])[idx]
 
 
+def grouped_coords(hw: Tuple[int, int], group_size: int, mode: str,
+                   device=None) -> Tuple[Tensor, Tensor]:
+    """(row, col) of every slot of a grouped layout and which slots hold a token.
+
+    The layout of :func:`~mmevt.ops.grouping.group_tokens` applied to the grid's
+    coordinates, with a third channel that is 1 for tokens and the padding value 0 for
+    padded slots (which get (0, 0), as in :func:`slot_coords`). Only constant padding
+    values and the grid's own sizes enter it, so under ``torch.compile`` with dynamic
+    shapes it traces once for every grid size (a pad value or an index computed from the
+    token count would make the graph guard on that count and trace again per size).
+
+    Args:
+        hw (tuple[int, int]): the grid ``(H, W)``.
+        group_size (int): tokens per group, as for ``group_tokens``.
+        mode (str): a layout of :data:`~mmevt.ops.grouping.LAYOUTS`.
+        device (torch.device, optional): where to build them. Defaults to None.
+
+    Returns:
+        tuple[Tensor, Tensor]: float32 coordinates ``(G, S, 2)`` and a bool mask
+        ``(G, S)`` of the slots that hold a token (``(1, N, ...)`` for ``full``).
+    """
+    coords = grid_coords(hw, device)
+    table = torch.cat([coords, coords.new_ones(coords.shape[0], 1)], dim=1)
+    grouped = group_tokens(table[None], group_size, mode, hw, pad_value=0.)[0]
+    return grouped[..., :2], grouped[..., 2] > 0
+
+
 def pairwise_distance(pq: Tensor, pk: Tensor, decay: str) -> Tensor:
     """Distance between query and key coordinates under ``decay``.
 
@@ -101,11 +128,9 @@ def grouped_distance(hw: Tuple[int, int], group_size: int, mode: str,
         Tensor: float32, shape ``(G, S, S)`` with ``S = group_size`` (``(1, N, N)`` for
         ``full``).
     """
-    n = hw[0] * hw[1]
-    idx = group_token_index(hw, group_size, mode, device)
-    pos = slot_coords(hw, idx)
+    pos, valid = grouped_coords(hw, group_size, mode, device)
     dist = pairwise_distance(pos, pos, decay)
-    return dist.masked_fill((idx >= n)[:, None, :], float('inf'))
+    return dist.masked_fill(~valid[:, None, :], float('inf'))
 
 
 def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
@@ -120,5 +145,6 @@ def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
     return rearrange(bias, 'h g q k -> (h g) q k')
 
 
-__all__ = ['DECAY_KINDS', 'decay_log_rates', 'grid_coords', 'slot_coords', 'pairwise_distance',
+__all__ = ['DECAY_KINDS', 'decay_log_rates', 'grid_coords', 'grouped_coords', 'slot_coords',
+           'pairwise_distance',
            'line_decay_bias', 'grouped_distance', 'decay_bias']

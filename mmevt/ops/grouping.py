@@ -120,6 +120,26 @@ def has_padding(hw: Tuple[int, int], group_size: int, mode: str) -> bool:
     return (h * w) % group_size != 0
 
 
+def _pad_tokens(x: Tensor, idx: Tensor, valid: Tensor, pad_value: float) -> Tensor:
+    """``x`` padded along dim 1 by gathering: slot ``i`` takes token ``idx[i]`` where
+    ``valid[i]`` is 1, else ``pad_value`` (``valid``: ones padded with zeros). What
+    :func:`group_tokens` does under ``torch.compile`` (eager calls and exports pad, and
+    only where a grid does not fill its groups: no copy otherwise).
+
+    A gather rather than ``F.pad``: the gradient of a pad is a slice of the padded
+    gradient, contiguous or not depending on the padding, and the reshapes that take it
+    back to the layers before made ``torch.compile``'s backward guard on that, tracing
+    again for sizes on the other side; a gather's gradient is a fresh tensor.
+    ``idx`` and ``valid`` come from padding ``arange`` / ``ones`` (tensors without
+    gradients), which traces once for all sizes.
+    """
+    valid = valid.view((1, -1) + (1, ) * (x.dim() - 2)).to(x.dtype)
+    out = x.index_select(1, idx) * valid
+    if pad_value != 0:
+        out = out + (1 - valid) * pad_value
+    return out
+
+
 def group_tokens(x: Tensor, group_size: int, mode: str,
                  hw: Optional[Tuple[int, int]] = None, pad_value: float = 0.) -> Tensor:
     """Split a token sequence into groups.
@@ -145,7 +165,14 @@ def group_tokens(x: Tensor, group_size: int, mode: str,
         x = x.reshape(x.shape[0], h, w, -1)
         if lay.shift:
             x = x.roll((-(s // 2), -(s // 2)), dims=(1, 2))
-        x = F.pad(x, (0, 0, 0, gw * s - w, 0, gh * s - h), value=pad_value)
+        if torch.compiler.is_compiling():
+            pad = (0, gw * s - w, 0, gh * s - h)
+            idx = F.pad(torch.arange(h * w, device=x.device).view(h, w), pad).flatten()
+            valid = F.pad(x.new_ones(h, w), pad).flatten()
+            x = _pad_tokens(x.reshape(x.shape[0], h * w, -1), idx, valid, pad_value)
+            x = rearrange(x, 'b (h w) c -> b h w c', h=gh * s)
+        else:
+            x = F.pad(x, (0, 0, 0, gw * s - w, 0, gh * s - h), value=pad_value)
         x = rearrange(x, lay.pattern, s1=s, s2=s)
     else:
         n = x.shape[1]
@@ -153,7 +180,13 @@ def group_tokens(x: Tensor, group_size: int, mode: str,
         x = x.reshape(x.shape[0], n, -1)
         if lay.shift:
             x = x.roll(-(group_size // 2), dims=1)
-        if g * group_size != n:
+        if torch.compiler.is_compiling():
+            # padded even by 0 slots: a branch on ``g * S != N`` would make torch.compile
+            # guard on it and trace again for every size on the other side of it
+            pad = (0, g * group_size - n)
+            idx = F.pad(torch.arange(n, device=x.device), pad)
+            x = _pad_tokens(x, idx, F.pad(x.new_ones(n), pad), pad_value)
+        elif g * group_size != n:
             x = F.pad(x, (0, 0, 0, g * group_size - n), value=pad_value)
         x = rearrange(x, lay.pattern, g=g)
     return x.reshape(*x.shape[:3], *tail)
@@ -180,11 +213,24 @@ def ungroup_tokens(x: Tensor, num_tokens: int, mode: str,
     if lay.grid:
         s, gh, gw = _window_grid(hw, s2, mode)
         h, w = hw
-        x = rearrange(x, _ungroup_pattern(lay), gh=gh, gw=gw, s1=s, s2=s)[:, :h, :w]
+        x = rearrange(x, _ungroup_pattern(lay), gh=gh, gw=gw, s1=s, s2=s)
+        if torch.compiler.is_compiling():
+            # the tokens' slots of the padded grid gathered, not sliced (_pad_tokens: a
+            # slice's contiguity depends on the padding)
+            idx = (torch.arange(h, device=x.device)[:, None] * (gw * s)
+                   + torch.arange(w, device=x.device)[None, :]).flatten()
+            x = x.reshape(b, gh * s * gw * s, *x.shape[3:]).index_select(1, idx)
+            x = x.reshape(b, h, w, *x.shape[2:])
+        else:
+            x = x[:, :h, :w]
         if lay.shift:
             x = x.roll((s // 2, s // 2), dims=(1, 2))
         return x.reshape(b, num_tokens, *x.shape[3:])
-    x = rearrange(x, _ungroup_pattern(lay))[:, :num_tokens]
+    x = rearrange(x, _ungroup_pattern(lay))
+    if torch.compiler.is_compiling():  # gathered, not sliced: as above
+        x = x.index_select(1, torch.arange(num_tokens, device=x.device))
+    else:
+        x = x[:, :num_tokens]
     return x.roll(s2 // 2, dims=1) if lay.shift else x
 
 
