@@ -145,11 +145,13 @@ class _PreemptibleBatches:
     def __init__(self, batch_sampler: Any, sampler: Any, tag: bool, skip: int = 0):
         self.batch_sampler, self.sampler, self.tag, self.skip = (batch_sampler, sampler, tag,
                                                                  skip)
+        self.skipped_samples = 0  # drawn past by the sampler's own skip() (onedl-mmengine)
 
     def __iter__(self):
         batches = iter(self.batch_sampler)
         skip, self.skip = self.skip, 0
-        drawn = sum(len(next(batches, ())) for _ in range(skip))
+        drawn, self.skipped_samples = self.skipped_samples, 0
+        drawn += sum(len(next(batches, ())) for _ in range(skip))
         if not self.tag:
             yield from batches
             return
@@ -167,6 +169,19 @@ class _PreemptibleBatches:
 
     def __getattr__(self, name: str) -> Any:  # batch_size, ...: the wrapped one's
         return getattr(self.__dict__['batch_sampler'], name)
+
+
+class _CountSkipped:
+    """A sampler's ``skip(num_samples)`` (onedl-mmengine's ``InfiniteSampler``: the stream
+    continues after its first ``num_samples`` indices) that tells ``batches`` how many
+    indices the stream skipped."""
+
+    def __init__(self, skip: Callable, batches: _PreemptibleBatches):
+        self.skip, self.batches = skip, batches
+
+    def __call__(self, num_samples: int) -> None:
+        self.skip(num_samples)
+        self.batches.skipped_samples = num_samples
 
 
 class _IgnoreSignalsInWorker:
@@ -380,8 +395,13 @@ class PreemptionCheckpointHook(Hook):
         batches = loader.batch_sampler
         if isinstance(batches, _PreemptibleBatches):
             batches = batches.batch_sampler
-        object.__setattr__(loader, 'batch_sampler',
-                           _PreemptibleBatches(batches, sampler, self.seed_samples, skip))
+        batches = _PreemptibleBatches(batches, sampler, self.seed_samples, skip)
+        object.__setattr__(loader, 'batch_sampler', batches)
+        if callable(getattr(sampler, 'skip', None)):
+            # onedl-mmengine's iteration-based loop resumes by the sampler's skip(n), past
+            # the batch sampler: the draws it skips still count for the samples' epochs
+            sampler.skip = _CountSkipped(getattr(sampler.skip, 'skip', sampler.skip),
+                                         batches)
         # iterators a loop made before (with the old worker_init_fn, pipeline, seed and
         # batch sampler) start again, their workers with the signals ignored
         for owner, name in _started_iterators(loop, loader):
