@@ -144,11 +144,12 @@ def assert_requeued_and_resumed(cluster, job: str, work: str, uninterrupted: tup
     assert_same_weights(plain, load_weights(osp.join(work, 'epoch_2.pth')))
 
 
-def wait_training(cluster, job: str, work: str) -> None:
-    """Wait for the job's first iteration line (the run then holds for the signal)."""
+def wait_training(cluster, job: str, work: str, line: str = 'Epoch(train) [1][1/2]') -> None:
+    """Wait for ``line`` in the job's output (by default its first iteration's: the run then
+    holds for the signal)."""
     out = osp.join(work, 'slurm.out')
     deadline = time.monotonic() + HANG_TIMEOUT
-    while 'Epoch(train) [1][1/2]' not in read(out):
+    while line not in read(out):
         assert job_field(cluster, job, 'JobState') not in ENDED, read(out)[-6000:]
         assert time.monotonic() < deadline, read(out)[-6000:]
         time.sleep(0.5)
@@ -235,12 +236,7 @@ def test_an_iteration_based_batch_job_signalled_by_scancel_resumes_and_matches(
         cfg = write_preemption_config(tmp_path, 'seg', name, root, pause)
         job = submit(slurm_cluster, cfg, pythonpath, work, f'evt-seg-{name}')
         if pause:
-            out = osp.join(work, 'slurm.out')
-            deadline = time.monotonic() + HANG_TIMEOUT
-            while 'PauseUntilSignalled: holding' not in read(out):
-                assert job_field(slurm_cluster, job, 'JobState') not in ENDED, read(out)[-6000:]
-                assert time.monotonic() < deadline, read(out)[-6000:]
-                time.sleep(0.5)
+            wait_training(slurm_cluster, job, work, 'PauseUntilSignalled: holding')
             slurm_cluster.run('scancel', '--signal=USR1', job)
         state = wait_job(slurm_cluster, job)
         runs[name] = (work, read(osp.join(work, 'slurm.out')), job)
