@@ -447,17 +447,25 @@ class PreemptionCheckpointHook(Hook):
         number = self._signalled()
         if not number:
             return
-        epoch, next_batch = runner.epoch, 0
+        next_batch = 0
         if _by_epoch(runner.train_loop):
             next_batch = self._batch_offset + batch_idx + 1
-            if next_batch >= len(runner.train_loop.dataloader):  # the epoch is trained
-                epoch, next_batch = epoch + 1, 0
-        if _validation_follows(runner, epoch_done=epoch > runner.epoch):
+            if next_batch >= len(runner.train_loop.dataloader):
+                # the epoch is trained: its end (epoch-based schedulers step, checkpoints)
+                # belongs to it; after_train_epoch saves
+                return
+        elif _validation_follows(runner, epoch_done=False):
             # the uninterrupted run validates here (and draws random numbers doing it), a
             # resumed one would not: after_val_epoch saves once it is done
             return
         # the iteration is trained; mmengine counts it after this hook
-        self._save_and_exit(runner, number, epoch, runner.iter + 1, next_batch)
+        self._save_and_exit(runner, number, runner.epoch, runner.iter + 1, next_batch)
+
+    def after_train_epoch(self, runner) -> None:
+        number = self._signalled()
+        if number and not _validation_follows(runner, epoch_done=True):
+            # mmengine counts the epoch after this hook
+            self._save_and_exit(runner, number, runner.epoch + 1, runner.iter, 0)
 
     def after_val_epoch(self, runner, metrics: Optional[dict] = None) -> None:
         # validation inside training finished; a signal during it saves the state of the
