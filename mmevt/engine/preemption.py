@@ -224,17 +224,15 @@ def _by_epoch(loop: Any) -> bool:
     return isinstance(loop, EpochBasedTrainLoop)
 
 
-def _validation_follows(runner: Any, epoch_done: bool) -> bool:
-    """Whether the training loop validates after the current iteration: the condition of
-    mmengine's ``EpochBasedTrainLoop.run`` / ``IterBasedTrainLoop.run``
-    (mmengine/runner/loops.py) for the epoch or iteration being finished."""
+def _validation_follows(runner: Any) -> bool:
+    """Whether the training loop validates after the epoch (epoch-based loop) or the
+    iteration (iteration-based loop) being finished: the condition of mmengine's
+    ``EpochBasedTrainLoop.run`` / ``IterBasedTrainLoop.run`` (mmengine/runner/loops.py)."""
     loop = runner.train_loop
     interval = getattr(loop, 'val_interval', 0)
     if not _is_loop(runner._val_loop) or not interval:
         return False
     if _by_epoch(loop):
-        if not epoch_done:
-            return False
         done, last = runner.epoch + 1, loop.max_epochs
     else:
         done, last = runner.iter + 1, loop.max_iters
@@ -356,8 +354,7 @@ class PreemptionCheckpointHook(Hook):
         # again in before_train, once they ignore the signals
         loop = getattr(runner, '_train_loop', None)
         if _is_loop(loop):
-            for owner, name in _started_iterators(loop, loop.dataloader):
-                _stop_workers(getattr(owner, name), loop.dataloader)
+            _stop_train_workers(loop)
 
     def after_run(self, runner) -> None:
         self._restore()
@@ -454,7 +451,7 @@ class PreemptionCheckpointHook(Hook):
                 # the epoch is trained: its end (epoch-based schedulers step, checkpoints)
                 # belongs to it; after_train_epoch saves
                 return
-        elif _validation_follows(runner, epoch_done=False):
+        elif _validation_follows(runner):
             # the uninterrupted run validates here (and draws random numbers doing it), a
             # resumed one would not: after_val_epoch saves once it is done
             return
@@ -463,7 +460,7 @@ class PreemptionCheckpointHook(Hook):
 
     def after_train_epoch(self, runner) -> None:
         number = self._signalled()
-        if number and not _validation_follows(runner, epoch_done=True):
+        if number and not _validation_follows(runner):
             # mmengine counts the epoch after this hook
             self._save_and_exit(runner, number, runner.epoch + 1, runner.iter, 0)
 
