@@ -121,7 +121,7 @@ def test_saved_bytes_of_evt_grow_with_the_input_and_shrink_with_checkpointing():
     assert split['batch2'] == plain.total == 2 * split['per_image']
     assert split['marginal'] == split['batch2'] - split['batch1']
     assert split['marginal'] < split['per_image']  # the decay bias tables: one per batch
-    assert bf16['per_image'] < 0.8 * split['per_image']
+    assert bf16['per_image'] < 0.9 * split['per_image']
 
 
 def test_matmul_peak_and_graph_counter():
