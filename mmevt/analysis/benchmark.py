@@ -431,17 +431,18 @@ def _ms(sec: float) -> str:
 def compile_section(rows: Sequence[dict]) -> List[str]:
     """The compile section of the docs from a run's records (the rows ``--jsonl`` wrote):
     the device and its measured fp32 matmul peak, eager and compiled times side by side,
-    and the saved-for-backward MiB per image; a later row of a case replaces an earlier.
+    and the saved-for-backward MiB; a later row of a case replaces an earlier.
 
     Args:
-        rows (Sequence[dict]): benchmark rows and the run's ``matmul_peak`` rows.
+        rows (Sequence[dict]): benchmark rows (with ``device``, ``torch`` and the run's
+            ``matmul_gflops_per_s`` / ``matmul_n`` where the run measured it).
 
     Returns:
         list[str]: markdown lines.
     """
-    peaks = [r for r in rows if r.get('check') == 'matmul_peak']
     timed: Dict[tuple, Dict[bool, dict]] = {}
     saved: Dict[tuple, dict] = {}
+    machines: Dict[tuple, Optional[tuple]] = {}  # (device, torch) -> (GFLOP/s, n)
     for r in rows:
         if 'arch' not in r:
             continue
@@ -449,11 +450,15 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
             timed.setdefault(_key(r), {})[bool(r['compiled'])] = r
         if 'saved_mib_per_image' in r:
             saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
+        machine = (r.get('device', 'device not recorded'), r.get('torch', '?'))
+        if 'matmul_gflops_per_s' in r or machine not in machines:
+            machines[machine] = ((r['matmul_gflops_per_s'], r.get('matmul_n', '?'))
+                                 if 'matmul_gflops_per_s' in r else machines.get(machine))
     lines = []
-    for p in peaks:
-        lines.append(f"- {p['device']}, torch {p.get('torch', '?')}: fp32 matmul "
-                     f"{p['gflops_per_s']:.1f} GFLOP/s ({p['n']} x {p['n']}, TF32 off), "
-                     'measured in the same run')
+    for (device, version), peak in machines.items():
+        lines.append(f'- {device}, torch {version}' + (
+            f': fp32 matmul {peak[0]:.1f} GFLOP/s ({peak[1]} x {peak[1]}, TF32 off), '
+            'measured in the same run' if peak else ''))
     pairs = [(k, v) for k, v in timed.items() if True in v]
     if pairs:
         lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '

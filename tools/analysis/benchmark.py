@@ -137,8 +137,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         peak = matmul_peak(device, 'fp32', args.matmul_peak)
         print(f"fp32 matmul peak (measured, {peak['n']} x {peak['n']}, TF32 off): "
               f"{peak['gflops_per_s']:.1f} GFLOP/s")
-        append_row(args.jsonl, dict(check='matmul_peak', device=device_name(device),
-                                    torch=torch.__version__, **peak), step=args.tag)
     compiled = _BOTH[args.compile]
     saved = bool((args.saved or args.saved_only) and args.train)
     columns = dict(with_complexity=args.complexity, compiled=True in compiled, saved=saved)
@@ -152,6 +150,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 v.source, v.with_cp)
             for v in variants for case, shape, train in cases
             for dtype in args.dtype for comp in compiled]
+    machine = dict(device=device_name(device), torch=torch.__version__)
+    if peak is not None:
+        machine.update(matmul_gflops_per_s=peak['gflops_per_s'], matmul_n=peak['n'])
     rows: List[dict] = []
     if args.saved_only:  # one row per model, case and dtype, each written when counted
         for v in variants:
@@ -160,7 +161,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                     row = dict(arch=v.name, case=case, shape=list(shape), dtype=dtype,
                                compiled=False, attn_impl=v.attn_impl,
                                **({'with_cp': True} if v.with_cp else {}),
-                               **saved_per_image(v.model_for(shape), device, shape, dtype))
+                               **saved_per_image(v.model_for(shape), device, shape, dtype),
+                               **machine)
                     rows.append(row)
                     print(f"| {row_name(row)} | {case} | {dtype} | batch 1: "
                           f"{row['saved_mib_batch1']:.1f} MiB | batch 2: "
@@ -178,9 +180,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     def done(job: Job, runs: List[Dict[str, float]]) -> None:
         extra = dict(extras[(job.name, job.attn_impl, job.with_cp, job.case, job.dtype)])
-        if peak is not None:
-            extra['matmul_gflops_per_s'] = peak['gflops_per_s']
-        rows.append(summarise(job, runs, extra))
+        rows.append(summarise(job, runs, {**extra, **machine}))
         print(format_row(rows[-1], **columns), flush=True)
         append_row(args.jsonl, rows[-1], step=args.tag)
 
