@@ -240,15 +240,15 @@ def print_profile(step: Callable[[], None], device: torch.device, top: int) -> N
 def saved_per_image(model: nn.Module, device: torch.device, shape: Sequence[int],
                     dtype: str) -> Dict[str, float]:
     """Saved-for-backward MiB of a training forward pass of ``model`` at ``shape``'s size,
-    on ``device``: what each image adds and what a step saves once
+    on ``device``: at batch 1, and per image at batch 2
     (:func:`~mmevt.analysis.memory.saved_bytes_split`)."""
     model = model.to(device)
     try:
         split = saved_bytes_split(model, tuple(shape[2:]), dtype, device, shape[1])
     finally:
         model.cpu()
-    return dict(saved_mib_per_image=split['per_image'] / MIB,
-                saved_mib_fixed=split['fixed'] / MIB)
+    return dict(saved_mib_batch1=split['batch1'] / MIB,
+                saved_mib_per_image=split['per_image'] / MIB)
 
 
 class Job(NamedTuple):
@@ -336,7 +336,7 @@ def table_header(with_complexity: bool = False, compiled: bool = False,
     """The two header lines of the benchmark's table (its optional columns as asked)."""
     extra = [' params (M) | GMACs / image |'] * with_complexity
     extra += [' compile s | graphs |'] * compiled
-    extra += [' saved MiB / image | saved MiB fixed |'] * saved
+    extra += [' saved MiB, batch 1 | saved MiB / image, batch 2 |'] * saved
     cols = ''.join(extra)
     return [f'| model | case | dtype | compiled | ms / batch | images/s | peak MB |{cols}',
             '|---|---|---|---|---|---|---|' + '---|' * cols.count('|')]
@@ -361,7 +361,7 @@ def format_row(row: dict, with_complexity: bool = False, compiled: bool = False,
     if compiled:
         cols += f" {num('compile_s', '.1f')} | {num('graphs', 'd')} |"
     if saved:
-        cols += f" {num('saved_mib_per_image', '.1f')} | {num('saved_mib_fixed', '.1f')} |"
+        cols += f" {num('saved_mib_batch1', '.1f')} | {num('saved_mib_per_image', '.1f')} |"
     return (f"| {row_name(row)} | {row['case']} | {row['dtype']} | {row['compiled']} | "
             f"{1e3 * row['seconds']:.1f} | {row['images_per_s']:.1f} | "
             f"{num('peak_mem_mb', '.0f')} |{cols}")
@@ -431,17 +431,18 @@ def _ms(sec: float) -> str:
 def compile_section(rows: Sequence[dict]) -> List[str]:
     """The compile section of the docs from a run's records (the rows ``--jsonl`` wrote):
     the device and its measured fp32 matmul peak, eager and compiled times side by side,
-    and the saved-for-backward MiB per image; a later row of a case replaces an earlier.
+    and the saved-for-backward MiB; a later row of a case replaces an earlier.
 
     Args:
-        rows (Sequence[dict]): benchmark rows and the run's ``matmul_peak`` rows.
+        rows (Sequence[dict]): benchmark rows (with ``device``, ``torch`` and the run's
+            ``matmul_gflops_per_s`` / ``matmul_n`` where the run measured it).
 
     Returns:
         list[str]: markdown lines.
     """
-    peaks = [r for r in rows if r.get('check') == 'matmul_peak']
     timed: Dict[tuple, Dict[bool, dict]] = {}
     saved: Dict[tuple, dict] = {}
+    machines: Dict[tuple, Optional[tuple]] = {}  # (device, torch) -> (GFLOP/s, n)
     for r in rows:
         if 'arch' not in r:
             continue
@@ -449,11 +450,15 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
             timed.setdefault(_key(r), {})[bool(r['compiled'])] = r
         if 'saved_mib_per_image' in r:
             saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
+        machine = (r.get('device', 'device not recorded'), r.get('torch', '?'))
+        if 'matmul_gflops_per_s' in r or machine not in machines:
+            machines[machine] = ((r['matmul_gflops_per_s'], r.get('matmul_n', '?'))
+                                 if 'matmul_gflops_per_s' in r else machines.get(machine))
     lines = []
-    for p in peaks:
-        lines.append(f"- {p['device']}, torch {p.get('torch', '?')}: fp32 matmul "
-                     f"{p['gflops_per_s']:.1f} GFLOP/s ({p['n']} x {p['n']}, TF32 off), "
-                     'measured in the same run')
+    for (device, version), peak in machines.items():
+        lines.append(f'- {device}, torch {version}' + (
+            f': fp32 matmul {peak[0]:.1f} GFLOP/s ({peak[1]} x {peak[1]}, TF32 off), '
+            'measured in the same run' if peak else ''))
     pairs = [(k, v) for k, v in timed.items() if True in v]
     if pairs:
         lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '
@@ -465,12 +470,11 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
                          f"{(e['seconds'] / c['seconds']) if e else float('nan'):.2f} | "
                          f"{c.get('compile_s', float('nan')):.0f} | {c.get('graphs', '-')} |")
     if saved:
-        lines += ['', '| model | H x W | with_cp | saved MiB / image | fixed MiB | '
-                  'at batch 1 |', '|---|---|---|---|---|---|']
+        lines += ['', '| model | H x W | with_cp | saved MiB, batch 1 | '
+                  'saved MiB / image, batch 2 |', '|---|---|---|---|---|']
         for (arch, hw, cp), r in saved.items():
-            per, fixed = r['saved_mib_per_image'], r['saved_mib_fixed']
-            lines.append(f'| {arch} | {hw[0]} x {hw[1]} | {cp} | {per:.1f} | {fixed:.1f} | '
-                         f'{per + fixed:.1f} |')
+            lines.append(f"| {arch} | {hw[0]} x {hw[1]} | {cp} | {r['saved_mib_batch1']:.1f} "
+                         f"| {r['saved_mib_per_image']:.1f} |")
     return lines
 
 

@@ -88,12 +88,13 @@ def saved_tensor_bytes(model: nn.Module, x: Tensor, dtype: str = 'fp32') -> Save
 def saved_bytes_split(model: nn.Module, hw: Tuple[int, int], dtype: str = 'fp32',
                       device: Optional[torch.device] = None,
                       in_channels: int = 3) -> Dict[str, float]:
-    """Saved-for-backward bytes of ``model`` at ``hw`` split into what each image adds and
-    what a step saves once whatever its batch (tables shared by the batch, such as EVT's
-    decay bias, and autocast's low-precision copies of the weights).
+    """Saved-for-backward bytes of ``model`` at ``hw`` at batch 1 and batch 2.
 
-    Two passes of :func:`saved_tensor_bytes`, at batch 1 and 2: per image is their
-    difference, fixed the rest of batch 1's.
+    Two passes of :func:`saved_tensor_bytes`. Their difference is what one more image
+    adds; where it is less than the batch-2 bytes per image, the step saves tables shared
+    by the batch (EVT's decay bias on the SDPA and reference paths; autocast's copies of
+    the weights). It can also be more: a layout change that is a view at batch 1 and a
+    copy at batch 2 (RMT's row / column attention) saves a tensor only from batch 2 on.
 
     Args:
         model (nn.Module): the model (training mode).
@@ -103,11 +104,12 @@ def saved_bytes_split(model: nn.Module, hw: Tuple[int, int], dtype: str = 'fp32'
         in_channels (int): input channels. Defaults to 3.
 
     Returns:
-        dict: ``per_image`` and ``fixed`` (bytes), and ``batch1`` (the total at batch 1).
+        dict: bytes ``batch1``, ``batch2``, ``per_image`` (``batch2 / 2``) and
+        ``marginal`` (``batch2 - batch1``).
     """
     one, two = (saved_tensor_bytes(model, torch.randn(b, in_channels, *hw, device=device),
                                    dtype).total for b in (1, 2))
-    return dict(per_image=two - one, fixed=2 * one - two, batch1=one)
+    return dict(batch1=one, batch2=two, per_image=two / 2, marginal=two - one)
 
 
 def _proc_status_kb(key: str) -> int:

@@ -5,7 +5,7 @@
     python tools/analysis/benchmark.py --latency             # batch-1 latency (the CPU case)
     python tools/analysis/benchmark.py --train 800 1344      # backbone train step, batch 2
     python tools/analysis/benchmark.py --train 224 224 --train 800 1344 --saved --with-cp both
-        # training steps at two sizes with saved-for-backward MiB per image, with_cp off / on
+        # training steps at two sizes with their saved-for-backward MiB, with_cp off / on
     python tools/analysis/benchmark.py --scaling 224 512 1024  # time/memory vs input size
     python tools/analysis/benchmark.py --config configs/cls/ablation/*.py --complexity
         # the backbones of configs (token-mixer ablations), with params and FLOPs
@@ -63,8 +63,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help='train step (forward + backward) of the backbone, batch 2 '
                              '(repeat for several sizes)')
     parser.add_argument('--saved', action='store_true',
-                        help='add the saved-for-backward MiB per image of the training steps '
-                             '(a saved-tensors hook; the same on every device)')
+                        help='add the saved-for-backward MiB of the training steps at batch 1 '
+                             'and per image at batch 2 (a saved-tensors hook; the same on '
+                             'every device)')
     parser.add_argument('--saved-only', action='store_true',
                         help='with --saved: count the saved bytes only, time nothing (the '
                         'count is the same on every device: big sizes on a CPU)')
@@ -136,8 +137,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         peak = matmul_peak(device, 'fp32', args.matmul_peak)
         print(f"fp32 matmul peak (measured, {peak['n']} x {peak['n']}, TF32 off): "
               f"{peak['gflops_per_s']:.1f} GFLOP/s")
-        append_row(args.jsonl, dict(check='matmul_peak', device=device_name(device),
-                                    torch=torch.__version__, **peak), step=args.tag)
     compiled = _BOTH[args.compile]
     saved = bool((args.saved or args.saved_only) and args.train)
     columns = dict(with_complexity=args.complexity, compiled=True in compiled, saved=saved)
@@ -151,35 +150,40 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 v.source, v.with_cp)
             for v in variants for case, shape, train in cases
             for dtype in args.dtype for comp in compiled]
+    machine = dict(device=device_name(device), torch=torch.__version__)
+    if peak is not None:
+        machine.update(matmul_gflops_per_s=peak['gflops_per_s'], matmul_n=peak['n'])
+    rows: List[dict] = []
+    if args.saved_only:  # one row per model, case and dtype, each written when counted
+        for v in variants:
+            for case, shape, train in cases:
+                for dtype in args.dtype:
+                    row = dict(arch=v.name, case=case, shape=list(shape), dtype=dtype,
+                               compiled=False, attn_impl=v.attn_impl,
+                               **({'with_cp': True} if v.with_cp else {}),
+                               **saved_per_image(v.model_for(shape), device, shape, dtype),
+                               **machine)
+                    rows.append(row)
+                    print(f"| {row_name(row)} | {case} | {dtype} | batch 1: "
+                          f"{row['saved_mib_batch1']:.1f} MiB | batch 2: "
+                          f"{row['saved_mib_per_image']:.1f} MiB / image |", flush=True)
+                    append_row(args.jsonl, row, step=args.tag)
+        jobs = []
     extras = {}  # complexity and saved bytes: per model, case and dtype, not per round
-    for v in variants:
+    for v in variants if jobs else []:
         for case, shape, train in cases:
             cost = complexity(v.model_for(shape), shape) if args.complexity else {}
             for dtype in args.dtype:
                 mem = (saved_per_image(v.model_for(shape), device, shape, dtype)
                        if saved and train else {})
                 extras[(v.name, v.attn_impl, v.with_cp, case, dtype)] = {**cost, **mem}
-    rows: List[dict] = []
 
     def done(job: Job, runs: List[Dict[str, float]]) -> None:
         extra = dict(extras[(job.name, job.attn_impl, job.with_cp, job.case, job.dtype)])
-        if peak is not None:
-            extra['matmul_gflops_per_s'] = peak['gflops_per_s']
-        rows.append(summarise(job, runs, extra))
+        rows.append(summarise(job, runs, {**extra, **machine}))
         print(format_row(rows[-1], **columns), flush=True)
         append_row(args.jsonl, rows[-1], step=args.tag)
 
-    if args.saved_only:  # one row per model, case and dtype: the counts, no times
-        for key, extra in extras.items():
-            name, impl, cp, case, dtype = key
-            shape = next(s for c, s, _ in cases if c == case)
-            row = dict(arch=name, case=case, shape=list(shape), dtype=dtype, compiled=False,
-                       attn_impl=impl, **({'with_cp': True} if cp else {}), **extra)
-            rows.append(row)
-            print(f"| {row_name(row)} | {case} | {dtype} | {extra['saved_mib_per_image']:.1f} "
-                  f"MiB / image | {extra['saved_mib_fixed']:.1f} MiB fixed |", flush=True)
-            append_row(args.jsonl, row, step=args.tag)
-        jobs = []
     dynamic = {'auto': None, 'true': True, 'false': False}[args.dynamic]
     run_jobs(jobs, device, done, args.rounds, args.warmup, args.iters, args.profile,
              args.compile_backend, dynamic)
