@@ -296,6 +296,7 @@ from mmengine.config import utils as config_utils
 from mmengine.dist import utils as dist_utils
 from mmengine.fileio.backends.local_backend import LocalBackend
 from mmengine.hooks import checkpoint_hook
+from mmengine.optim import DefaultOptimWrapperConstructor
 from mmengine.runner import checkpoint
 from mmengine.utils import package_utils
 from mmevt import patches
@@ -310,6 +311,8 @@ print(json.dumps({
                                  and ours(checkpoint.load_url)),
     'atomic-local-writes': ours(LocalBackend.put) and ours(checkpoint_hook.open),
     'cpu-distributed': getattr(dist_utils._init_dist_pytorch, '_mmevt_cpu', False),
+    'plain-param-groups': getattr(DefaultOptimWrapperConstructor.__call__,
+                                  '_mmevt_plain_groups', False),
     'flop-handles': ('aten::scaled_dot_product_attention'
                      in complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS),
     'applied': patches.APPLIED}))
@@ -382,3 +385,69 @@ def test_mmevts_config_loading_names_a_switched_off_patch_it_needs():
     assert ("mmevt's patch 'package-lookup' is switched off (MMEVT_PATCHES="
             "'-package-lookup')") in proc.stdout, proc.stdout[-3000:]
     run_tool('-c', NEEDS_PACKAGE_LOOKUP, UPERNET)
+
+
+# ------------------------------------------- plain-param-groups, on a model that is not EVT
+def _paramwise_constructor():
+    """mmengine's default constructor for AdamW with a ``paramwise_cfg`` (conv at half lr,
+    norms without weight decay), given ConfigDicts as a runner gives it its config's."""
+    from mmengine.config import ConfigDict
+    from mmengine.optim import DefaultOptimWrapperConstructor
+    return DefaultOptimWrapperConstructor(
+        ConfigDict(type='OptimWrapper', optimizer=dict(type='AdamW', lr=1e-2,
+                                                       weight_decay=0.05)),
+        ConfigDict(norm_decay_mult=0.0, custom_keys={'0.': dict(lr_mult=0.5)}))
+
+
+def _compiled_steps(constructor_call, model, steps: int = 2):
+    """``steps`` AdamW updates of ``model`` through an optimizer built by
+    ``constructor_call``, as mmengine's ``compile`` switch runs them (the step inside the
+    compiled function; Dynamo's aot_eager backend)."""
+    torch._dynamo.reset()
+    optim_wrapper = constructor_call(_paramwise_constructor(), model)
+
+    def train_step(x):
+        loss = model(x).square().mean()
+        optim_wrapper.update_params(loss)
+        return loss
+
+    step = torch.compile(train_step, backend='aot_eager')
+    for i in range(steps):
+        step(_batch(i))
+    return optim_wrapper.optimizer
+
+
+def _batch(i: int) -> torch.Tensor:
+    # random, not constant: a constant image makes BN's input constant and the conv's
+    # gradient rounding noise, which Adam's normalised step turns into lr-sized moves
+    return torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(i))
+
+
+def test_plain_param_groups_let_dynamo_trace_a_paramwise_optimizer_step():
+    import copy
+
+    from mmengine.optim import DefaultOptimWrapperConstructor
+
+    import mmevt  # noqa: F401  (applies the patch)
+    call = DefaultOptimWrapperConstructor.__call__
+    assert call._mmevt_plain_groups
+    torch.manual_seed(0)
+    # no conv bias: BN removes it, so its gradient is rounding noise (see _batch)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, bias=False), torch.nn.BatchNorm2d(4),
+                                torch.nn.Flatten(), torch.nn.Linear(144, 2))
+    eager, compiled = copy.deepcopy(model), copy.deepcopy(model)
+    # mmengine's own __call__: ConfigDict groups, on which torch's Dynamo fails in the step
+    with pytest.raises(Exception, match="'UserDefinedDictVariable' object has no attribute"):
+        _compiled_steps(call._mmevt_original, copy.deepcopy(model))
+    optimizer = _compiled_steps(call, compiled)
+    assert {type(g) for g in optimizer.param_groups} == {dict}
+    # the groups paramwise_cfg made are kept: conv at half lr, BN without weight decay
+    by_param = {id(p): g for g in optimizer.param_groups for p in g['params']}
+    assert by_param[id(compiled[0].weight)]['lr'] == 0.5e-2
+    assert by_param[id(compiled[1].weight)]['weight_decay'] == 0.0
+    # and the compiled steps update the weights as eager steps do
+    optim_wrapper = call(_paramwise_constructor(), eager)
+    for i in range(2):
+        optim_wrapper.update_params(eager(_batch(i)).square().mean())
+    for (name, want), got in zip(eager.state_dict().items(), compiled.state_dict().values()):
+        assert torch.allclose(got.float(), want.float(), rtol=1e-5, atol=1e-6), name

@@ -21,7 +21,8 @@ import os
 import warnings
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from . import atomic_writes, checkpoint_loading, config_resolution, cpu_distributed
+from . import (atomic_writes, checkpoint_loading, config_resolution, cpu_distributed,
+               param_groups)
 
 
 class Patch(NamedTuple):
@@ -119,7 +120,8 @@ PATCHES: Tuple[Patch, ...] = (
           "mmengine's local writes (checkpoints, dump(), put / put_text, log uploads) of "
           'a new or a regular single-link file replace it whole (mode and owner kept); '
           'symlinks are written through, hard-linked files, FIFOs and devices in place, '
-          'as before; writes of 1 MiB or more (checkpoints) are fsynced'),
+          'as before; writes from a size threshold up (checkpoints; '
+          '`mmevt.patches.atomic_writes.FSYNC_BYTES`) are fsynced'),
     Patch('cpu-distributed', 'mmevt.patches.cpu_distributed',
           ('mmengine.dist.utils._init_dist_pytorch', 'mmengine.dist.utils._init_dist_slurm'),
           'tools/dist_train.sh (--launcher pytorch) and tools/slurm_train.sh (--launcher '
@@ -129,6 +131,19 @@ PATCHES: Tuple[Patch, ...] = (
           'a gloo run of the pytorch or slurm launcher on a machine without CUDA (nor MLU, '
           'NPU, MUSA) starts instead of failing in torch.cuda.set_device; every other '
           'launch is unchanged'),
+    Patch('plain-param-groups', 'mmevt.patches.param_groups',
+          ('mmengine.optim.DefaultOptimWrapperConstructor.__call__', ),
+          "compile=True trains configs with a paramwise_cfg or a layer-decay constructor: "
+          "the optimizer's parameter groups are plain dicts, not the ConfigDicts Dynamo "
+          "fails on in the optimizer step",
+          "needed: the registry build turns the constructor's groups into ConfigDicts, "
+          "and torch 2.14's Dynamo fails in AdamW's step over them",
+          'needed (same code)', 'found here (docs/benchmark.md)', 'import',
+          param_groups.enable_plain_param_groups,
+          "every optimizer an mmengine constructor builds holds plain dict copies of its "
+          'parameter groups (same keys, values and parameter lists): a ConfigDict\'s '
+          'attribute access (group.lr) on a group no longer works; the optimizer, its '
+          'state_dict and the schedulers are unchanged'),
     Patch('flop-handles', 'mmevt.analysis.flop_handles',
           ('mmengine.analysis.complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS',
            'fvcore.nn.flop_count._DEFAULT_SUPPORTED_OPS'),
@@ -199,6 +214,9 @@ SWITCHED_OFF: Dict[str, str] = {
                            'or `last_checkpoint`',
     'cpu-distributed': '`tools/dist_train.sh` / `tools/slurm_train.sh` with gloo on a machine '
                        'without GPUs fails in `torch.cuda.set_device`',
+    'plain-param-groups': '`compile=True` with a `paramwise_cfg` or a layer-decay constructor '
+                          "fails in the optimizer step: `'UserDefinedDictVariable' object has "
+                          "no attribute 'items'`",
     'flop-handles': 'the counters log `Unsupported operator aten::scaled_dot_product_attention` '
                     "and count it as zero (EVT's attention uncounted)",
 }
