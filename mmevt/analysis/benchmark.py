@@ -475,6 +475,41 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
         for (arch, hw, cp), r in saved.items():
             lines.append(f"| {arch} | {hw[0]} x {hw[1]} | {cp} | {r['saved_mib_batch1']:.1f} "
                          f"| {r['saved_mib_per_image']:.1f} |")
+        lines += memory_goal(saved)
+    return lines
+
+
+# the models each EVT size's saved-for-backward memory is held against (issue 50's goal:
+# at or below Swin and RMT of its size)
+MEMORY_PEERS = {'evt-t': ('swin-t', 'rmt-t'), 'evt-s': ('swin-s', 'rmt-s'),
+                'evt-b': ('swin-b', 'rmt-b'), 'evt-l': ('rmt-l', )}
+
+
+def memory_goal(saved: Dict[tuple, dict]) -> List[str]:
+    """The memory goal table: each EVT model's saved MiB over each recorded peer's, at the
+    same size, without ``with_cp``, batch 1 and per image at batch 2, and whether EVT is at
+    or below the peer in both.
+
+    Args:
+        saved (dict): ``(arch, (H, W), with_cp)`` -> its saved-bytes row.
+
+    Returns:
+        list[str]: markdown lines ('' first), none where no pair is recorded.
+    """
+    lines = []
+    for (arch, hw, cp), r in saved.items():
+        for peer in MEMORY_PEERS.get(arch, ()):
+            other = saved.get((peer, hw, cp))
+            if cp or other is None:
+                continue
+            ratios = [r[k] / other[k] for k in ('saved_mib_batch1', 'saved_mib_per_image')]
+            met = 'yes' if max(ratios) <= 1 else 'no'
+            lines.append(f'| {arch} | {peer} | {hw[0]} x {hw[1]} | {ratios[0]:.3f} | '
+                         f'{ratios[1]:.3f} | {met} |')
+    if lines:
+        lines = ['', '| EVT | against | H x W | saved, batch 1: EVT / it | '
+                 'saved / image, batch 2: EVT / it | at or below |',
+                 '|---|---|---|---|---|---|'] + lines
     return lines
 
 
@@ -493,6 +528,6 @@ def splice_section(text: str, lines: Sequence[str], name: str = SECTION) -> str:
 
 __all__ = ['DEFAULT_ARCHS', 'SWIN_SIZES', 'GraphCounter', 'Job', 'Variant', 'build_backbone',
            'build_from_config', 'build_variants', 'compile_section', 'complexity', 'format_row',
-           'input_cases', 'section_markers', 'splice_section',
+           'input_cases', 'memory_goal', 'MEMORY_PEERS', 'section_markers', 'splice_section',
            'matmul_peak', 'measure', 'print_profile', 'row_name', 'run_jobs', 'saved_per_image',
            'summarise', 'table_header', 'timed']
