@@ -172,6 +172,15 @@ def test_compile_section_pairs_eager_and_compiled_rows_and_splices_into_its_mark
     # the later compiled row of a case replaces the earlier; eager / compiled = speed-up
     assert '| evt-t | b1@224 | fp32 | 100.0 | 50.0 | 2.00 | 31 | 1 |' in lines
     assert '| evt-t | 800 x 1344 | True | 605.6 | 502.8 |' in lines
+    assert not any('| against |' in line for line in lines)  # no peer recorded
+    # the memory goal: EVT over each recorded peer of its size, without with_cp
+    peers = [dict(base, case='train', shape=[2, 3, 224, 224], compiled=False, arch=arch,
+                  saved_mib_batch1=b1, saved_mib_per_image=b2)
+             for arch, b1, b2 in (('evt-t', 100., 90.), ('swin-t', 100., 100.),
+                                  ('rmt-t', 80., 100.))]
+    lines = compile_section(rows + peers)
+    assert '| evt-t | swin-t | 224 x 224 | 1.000 | 0.900 | yes |' in lines
+    assert '| evt-t | rmt-t | 224 x 224 | 1.250 | 0.900 | no |' in lines
     begin, end = section_markers()
     text = f'intro\n{begin}\nold\n{end}\nafter\n'
     assert splice_section(text, ['new']) == f'intro\n{begin}\n\nnew\n\n{end}\nafter\n'
