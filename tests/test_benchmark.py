@@ -156,7 +156,8 @@ def test_table_lines_have_the_headers_columns():
 
 
 def test_compile_section_pairs_eager_and_compiled_rows_and_splices_into_its_markers():
-    from mmevt.analysis.benchmark import compile_section, section_markers, splice_section
+    from mmevt.analysis.benchmark import (compile_section, section_markers, splice_section,
+                                          table_section)
     base = dict(arch='evt-t', attn_impl='auto', case='b1@224', shape=[1, 3, 224, 224],
                 dtype='fp32', source='mmevt')
     base.update(device='CPU (x86_64, 2 threads)', torch='2.x')
@@ -170,7 +171,15 @@ def test_compile_section_pairs_eager_and_compiled_rows_and_splices_into_its_mark
     assert lines[0] == ('- CPU (x86_64, 2 threads), torch 2.x: fp32 matmul 50.0 GFLOP/s '
                         '(2048 x 2048, TF32 off), measured in the same run')
     # the later compiled row of a case replaces the earlier; eager / compiled = speed-up
-    assert '| evt-t | b1@224 | fp32 | 100.0 | 50.0 | 2.00 | 31 | 1 |' in lines
+    assert '| evt-t | b1@224 | fp32 | 100.0 | 50.0 | 2.00 | 31 | 1 | - | - |' in lines
+    # with a MAC count: the rate compiled EVT reached, as a share of the run's matmul peak;
+    # with compiled Swin-T too: the speed goal
+    swin = dict(base, arch='swin-t', compiled=True, seconds=0.1, images_per_s=10.,
+                compile_s=20., graphs=1)
+    counted = [dict(r, gmacs=1.0) for r in rows[:3]] + [swin]
+    goals = compile_section(counted)
+    assert '| evt-t | b1@224 | fp32 | 100.0 | 50.0 | 2.00 | 31 | 1 | 40.0 | 80% |' in goals
+    assert '| b1@224 | fp32 | 0.50 | yes |' in goals
     assert '| evt-t | 800 x 1344 | True | 605.6 | 502.8 |' in lines
     assert not any('| against |' in line for line in lines)  # no peer recorded
     # the memory goal: EVT over each recorded peer of its size, without with_cp
@@ -181,6 +190,13 @@ def test_compile_section_pairs_eager_and_compiled_rows_and_splices_into_its_mark
     lines = compile_section(rows + peers)
     assert '| evt-t | swin-t | 224 x 224 | 1.000 | 0.900 | yes |' in lines
     assert '| evt-t | rmt-t | 224 x 224 | 1.250 | 0.900 | no |' in lines
+    # any other records file: the tool's own table, a later row of a case replacing an
+    # earlier, the columns the rows have
+    lines = table_section(rows)
+    assert lines[0].startswith('- CPU (x86_64, 2 threads), torch 2.x: fp32 matmul 50.0')
+    assert lines[2].endswith('| peak MB | compile s | graphs |')
+    assert '| evt-t | b1@224 | fp32 | True | 50.0 | 20.0 | - | 31.0 | 1 |' in lines
+    assert not any('| 90.0 |' in line for line in lines) and len(lines) == 6
     begin, end = section_markers()
     text = f'intro\n{begin}\nold\n{end}\nafter\n'
     assert splice_section(text, ['new']) == f'intro\n{begin}\n\nnew\n\n{end}\nafter\n'
@@ -188,11 +204,13 @@ def test_compile_section_pairs_eager_and_compiled_rows_and_splices_into_its_mark
         splice_section('no markers', ['new'])
 
 
-def test_the_docs_compile_section_is_the_records_output():
-    # regenerate: python tools/analysis/benchmark.py --docs docs/records/compile.jsonl
+def test_the_docs_sections_are_the_records_output():
+    # regenerate: python tools/analysis/benchmark.py --docs docs/records/*.jsonl
+    import glob
     import os.path as osp
 
     from helpers import REPO, load_tool
     tool = load_tool('tools/analysis/benchmark.py')
-    assert not tool.write_docs([osp.join(REPO, 'docs', 'records', 'compile.jsonl')],
-                               check=True)
+    records = sorted(glob.glob(osp.join(REPO, 'docs', 'records', '*.jsonl')))
+    assert len(records) > 1
+    assert not tool.write_docs(records, check=True)

@@ -442,33 +442,31 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
     """
     timed: Dict[tuple, Dict[bool, dict]] = {}
     saved: Dict[tuple, dict] = {}
-    machines: Dict[tuple, Optional[tuple]] = {}  # (device, torch) -> (GFLOP/s, n)
+    rows = [r for r in rows if 'arch' in r]
     for r in rows:
-        if 'arch' not in r:
-            continue
         if 'seconds' in r:
             timed.setdefault(_key(r), {})[bool(r['compiled'])] = r
         if 'saved_mib_per_image' in r:
             saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
-        machine = (r.get('device', 'device not recorded'), r.get('torch', '?'))
-        if 'matmul_gflops_per_s' in r or machine not in machines:
-            machines[machine] = ((r['matmul_gflops_per_s'], r.get('matmul_n', '?'))
-                                 if 'matmul_gflops_per_s' in r else machines.get(machine))
-    lines = []
-    for (device, version), peak in machines.items():
-        lines.append(f'- {device}, torch {version}' + (
-            f': fp32 matmul {peak[0]:.1f} GFLOP/s ({peak[1]} x {peak[1]}, TF32 off), '
-            'measured in the same run' if peak else ''))
+    lines = _machine_lines(rows)
     pairs = [(k, v) for k, v in timed.items() if True in v]
+    peaks = {(r.get('device'), r.get('torch')): r['matmul_gflops_per_s'] for r in rows
+             if 'matmul_gflops_per_s' in r}
     if pairs:
         lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '
-                  'compile s | graphs |', '|---|---|---|---|---|---|---|---|']
+                  'compile s | graphs | compiled GFLOP/s | of fp32 matmul peak |',
+                  '|---|---|---|---|---|---|---|---|---|---|']
         for key, v in pairs:
             c, e = v[True], v.get(False)
+            rate = _gflops(c)
+            peak = peaks.get((c.get('device'), c.get('torch')))
             lines.append(f"| {row_name(c)} | {c['case']} | {c['dtype']} | "
                          f"{_ms(e['seconds']) if e else '-'} | {_ms(c['seconds'])} | "
                          f"{(e['seconds'] / c['seconds']) if e else float('nan'):.2f} | "
-                         f"{c.get('compile_s', float('nan')):.0f} | {c.get('graphs', '-')} |")
+                         f"{c.get('compile_s', float('nan')):.0f} | {c.get('graphs', '-')} | "
+                         f"{'-' if rate is None else f'{rate:.1f}'} | "
+                         f"{'-' if None in (rate, peak) else f'{100 * rate / peak:.0f}%'} |")
+        lines += speed_goal(timed)
     if saved:
         lines += ['', '| model | H x W | with_cp | saved MiB, batch 1 | '
                   'saved MiB / image, batch 2 |', '|---|---|---|---|---|']
@@ -476,6 +474,38 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
             lines.append(f"| {arch} | {hw[0]} x {hw[1]} | {cp} | {r['saved_mib_batch1']:.1f} "
                          f"| {r['saved_mib_per_image']:.1f} |")
         lines += memory_goal(saved)
+    return lines
+
+
+def _gflops(row: dict) -> Optional[float]:
+    """The multiply-add rate an inference row achieved (2 FLOPs per MAC; ``gmacs`` is per
+    image, from ``--complexity``); None for training rows or without a count."""
+    if 'gmacs' not in row or row['case'].startswith('train'):
+        return None
+    return 2 * row['gmacs'] * row['images_per_s']
+
+
+# issue 50's speed goal: compiled EVT-T at most this share of compiled Swin-T's time
+SPEED_GOAL = ('evt-t', 'swin-t', 0.8)
+
+
+def speed_goal(timed: Dict[tuple, Dict[bool, dict]]) -> List[str]:
+    """The speed goal's table: compiled EVT-T's time over compiled Swin-T's per case and
+    dtype, and whether it is within :data:`SPEED_GOAL`; none where the pair is missing."""
+    ours, theirs, bound = SPEED_GOAL
+    compiled = {(k[0], k[2], k[3]): v[True] for k, v in timed.items()
+                if True in v and not k[4] and k[1] in ('auto', '-')}
+    lines = []
+    for (arch, case, dtype), row in compiled.items():
+        other = compiled.get((theirs, case, dtype))
+        if arch != ours or other is None:
+            continue
+        ratio = row['seconds'] / other['seconds']
+        lines.append(f"| {case} | {dtype} | {ratio:.2f} | "
+                     f"{'yes' if ratio <= bound else 'no'} |")
+    if lines:
+        lines = ['', f'| case | dtype | compiled {ours} ms / compiled {theirs} ms | '
+                 f'at most {bound} |', '|---|---|---|---|'] + lines
     return lines
 
 
@@ -513,6 +543,48 @@ def memory_goal(saved: Dict[tuple, dict]) -> List[str]:
     return lines
 
 
+def _machine_lines(rows: Sequence[dict]) -> List[str]:
+    """One line per device and torch of ``rows``, with the fp32 matmul peak measured in that
+    run where it was."""
+    machines: Dict[tuple, Optional[tuple]] = {}  # (device, torch) -> (GFLOP/s, n)
+    for r in rows:
+        machine = (r.get('device', 'device not recorded'), r.get('torch', '?'))
+        if 'matmul_gflops_per_s' in r or machine not in machines:
+            machines[machine] = ((r['matmul_gflops_per_s'], r.get('matmul_n', '?'))
+                                 if 'matmul_gflops_per_s' in r else machines.get(machine))
+    return [f'- {device}, torch {version}' + (
+        f': fp32 matmul {peak[0]:.1f} GFLOP/s ({peak[1]} x {peak[1]}, TF32 off), '
+        'measured in the same run' if peak else '')
+        for (device, version), peak in machines.items()]
+
+
+def table_section(rows: Sequence[dict]) -> List[str]:
+    """A docs section from a run's records: the device line(s) and the tool's own table
+    (the columns the rows have); a later row of a case replaces an earlier.
+
+    Args:
+        rows (Sequence[dict]): benchmark rows, as ``--jsonl`` wrote them.
+
+    Returns:
+        list[str]: markdown lines.
+    """
+    latest: Dict[tuple, dict] = {}
+    for r in rows:
+        if 'seconds' in r:
+            latest[_key(r) + (bool(r['compiled']), tuple(r['shape']))] = r
+    kept = list(latest.values())
+    columns = dict(with_complexity=any('params_m' in r for r in kept),
+                   compiled=any(r['compiled'] for r in kept),
+                   saved=any('saved_mib_per_image' in r for r in kept))
+    return (_machine_lines(kept) + [''] + table_header(**columns)
+            + [format_row(r, **columns) for r in kept])
+
+
+def section_lines(name: str, rows: Sequence[dict]) -> List[str]:
+    """The lines of the docs section ``name`` (a records file's stem) from its rows."""
+    return compile_section(rows) if name == SECTION else table_section(rows)
+
+
 def splice_section(text: str, lines: Sequence[str], name: str = SECTION) -> str:
     """``text`` with ``lines`` put between the section's markers (what was there goes).
 
@@ -528,6 +600,7 @@ def splice_section(text: str, lines: Sequence[str], name: str = SECTION) -> str:
 
 __all__ = ['DEFAULT_ARCHS', 'SWIN_SIZES', 'GraphCounter', 'Job', 'Variant', 'build_backbone',
            'build_from_config', 'build_variants', 'compile_section', 'complexity', 'format_row',
-           'input_cases', 'memory_goal', 'MEMORY_PEERS', 'section_markers', 'splice_section',
+           'input_cases', 'memory_goal', 'MEMORY_PEERS', 'SPEED_GOAL', 'speed_goal', 'section_lines', 'section_markers',
+           'splice_section', 'table_section',
            'matmul_peak', 'measure', 'print_profile', 'row_name', 'run_jobs', 'saved_per_image',
            'summarise', 'table_header', 'timed']

@@ -34,10 +34,10 @@ import torch
 
 from mmevt.analysis.benchmark import (DEFAULT_ARCHS, DOCS_PAGE, SWIN_SIZES, Job,  # noqa
                                       build_backbone, build_from_config, build_variants,
-                                      compile_section, complexity, format_row, input_cases,
+                                      complexity, format_row, input_cases,
                                       matmul_peak, measure, row_name, run_jobs,
-                                      saved_per_image, splice_section, summarise,
-                                      table_header)
+                                      saved_per_image, section_lines, splice_section,
+                                      summarise, table_header)
 from mmevt.analysis.records import append_row, device_name, read_rows
 
 build = build_backbone  # the names this script had (other tools load it as a module)
@@ -98,22 +98,26 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         'it is measured')
     parser.add_argument('--tag', default='', help="a label put in each --jsonl row ('step')")
     parser.add_argument('--docs', metavar='RECORDS', nargs='+',
-                        help=f'write the compile section of {DOCS_PAGE} from these JSON-lines '
-                        'records (what --jsonl wrote) and exit')
+                        help=f'write the sections of {DOCS_PAGE} from these JSON-lines '
+                        'records (what --jsonl wrote; a file NAME.jsonl writes the NAME '
+                        'section) and exit')
     parser.add_argument('--check', action='store_true',
-                        help='with --docs: only say whether the page holds that section')
+                        help='with --docs: only say whether the page holds those sections')
     return parser.parse_args(argv)
 
 
 def write_docs(records: Sequence[str], check: bool = False, repo: Optional[str] = None) -> bool:
-    """Put the compile section made from ``records`` into the docs page; True when the page
+    """Put the section made from each of ``records`` (a JSON-lines file; its stem names the
+    section: ``compile.jsonl`` -> the compile section) into the docs page; True when the page
     changed (with ``check``: differs, and nothing is written)."""
     repo = repo or osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-    rows = [row for path in records for row in read_rows(path)]
     path = osp.join(repo, DOCS_PAGE)
     with open(path) as f:
         old = f.read()
-    new = splice_section(old, compile_section(rows))
+    new = old
+    for records_path in records:
+        name = osp.splitext(osp.basename(records_path))[0]
+        new = splice_section(new, section_lines(name, read_rows(records_path)), name)
     if new != old and not check:
         with open(path, 'w') as f:
             f.write(new)
