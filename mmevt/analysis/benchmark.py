@@ -598,9 +598,9 @@ def splice_section(text: str, lines: Sequence[str], name: str = SECTION) -> str:
     return head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + rest.split(end)[1]
 
 
-__all__ = ['DEFAULT_ARCHS', 'SWIN_SIZES', 'GraphCounter', 'Job', 'Variant', 'build_backbone',
-           'build_from_config', 'build_variants', 'compile_section', 'complexity', 'format_row',
-           'input_cases', 'memory_goal', 'MEMORY_PEERS', 'SPEED_GOAL', 'speed_goal', 'section_lines', 'section_markers',
-           'splice_section', 'table_section',
-           'matmul_peak', 'measure', 'print_profile', 'row_name', 'run_jobs', 'saved_per_image',
-           'summarise', 'table_header', 'timed']
+__all__ = ['DEFAULT_ARCHS', 'MEMORY_PEERS', 'SPEED_GOAL', 'SWIN_SIZES', 'GraphCounter', 'Job',
+           'Variant', 'build_backbone', 'build_from_config', 'build_variants',
+           'compile_section', 'complexity', 'format_row', 'input_cases', 'matmul_peak',
+           'measure', 'memory_goal', 'print_profile', 'row_name', 'run_jobs',
+           'saved_per_image', 'section_lines', 'section_markers', 'speed_goal',
+           'splice_section', 'summarise', 'table_header', 'table_section', 'timed']
