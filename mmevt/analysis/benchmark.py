@@ -450,16 +450,13 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
             saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
     lines = _machine_lines(rows)
     pairs = [(k, v) for k, v in timed.items() if True in v]
-    peaks = {(r.get('device'), r.get('torch')): r['matmul_gflops_per_s'] for r in rows
-             if 'matmul_gflops_per_s' in r}
     if pairs:
         lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '
                   'compile s | graphs | compiled GFLOP/s | of fp32 matmul peak |',
                   '|---|---|---|---|---|---|---|---|---|---|']
         for key, v in pairs:
             c, e = v[True], v.get(False)
-            rate = _gflops(c)
-            peak = peaks.get((c.get('device'), c.get('torch')))
+            rate, peak = _gflops(c), c.get('matmul_gflops_per_s')  # its own run's peak
             lines.append(f"| {row_name(c)} | {c['case']} | {c['dtype']} | "
                          f"{_ms(e['seconds']) if e else '-'} | {_ms(c['seconds'])} | "
                          f"{(e['seconds'] / c['seconds']) if e else float('nan'):.2f} | "
@@ -544,18 +541,17 @@ def memory_goal(saved: Dict[tuple, dict]) -> List[str]:
 
 
 def _machine_lines(rows: Sequence[dict]) -> List[str]:
-    """One line per device and torch of ``rows``, with the fp32 matmul peak measured in that
-    run where it was."""
-    machines: Dict[tuple, Optional[tuple]] = {}  # (device, torch) -> (GFLOP/s, n)
+    """One line per run's machine in ``rows`` (device, torch, and the fp32 matmul rate that
+    run measured, where it did), in the order the rows came."""
+    machines: Dict[tuple, None] = {}
     for r in rows:
-        machine = (r.get('device', 'device not recorded'), r.get('torch', '?'))
-        if 'matmul_gflops_per_s' in r or machine not in machines:
-            machines[machine] = ((r['matmul_gflops_per_s'], r.get('matmul_n', '?'))
-                                 if 'matmul_gflops_per_s' in r else machines.get(machine))
+        peak = ((r['matmul_gflops_per_s'], r.get('matmul_n', '?'))
+                if 'matmul_gflops_per_s' in r else None)
+        machines[(r.get('device', 'device not recorded'), r.get('torch', '?'), peak)] = None
     return [f'- {device}, torch {version}' + (
         f': fp32 matmul {peak[0]:.1f} GFLOP/s ({peak[1]} x {peak[1]}, TF32 off), '
         'measured in the same run' if peak else '')
-        for (device, version), peak in machines.items()]
+        for device, version, peak in machines]
 
 
 def table_section(rows: Sequence[dict]) -> List[str]:

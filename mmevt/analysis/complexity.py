@@ -60,7 +60,9 @@ def count_macs(model: nn.Module, input_shape: Tuple[int, ...],
         input_shape (tuple): ``(B, C, H, W)``.
         forward (callable, optional): ``forward(model, x)``; defaults to ``model(x)``.
     """
-    meta = copy.deepcopy(model).eval().to('meta')
+    meta = copy.deepcopy(model)
+    meta.eval()  # not chained: some toolkits' backbones' train() returns None (Swin's)
+    meta = meta.to('meta')
     x = torch.zeros(input_shape, device='meta')
     with torch.no_grad(), reference_attention(meta), FlopCounterMode(display=False) as fc:
         (forward or (lambda m, t: m(t)))(meta, x)
@@ -83,7 +85,9 @@ def macs_breakdown(model: nn.Module, input_shape: Tuple[int, ...]) -> Dict[str, 
         dict: MACs per category (``stem``, ``downsample``, ``cpe``, ``lepe``, ``qkv_proj``,
         ``ffn_dwconv``, ``ffn_linears``, ``head``, ``attention`` and ``total``).
     """
-    meta = copy.deepcopy(model).eval().to('meta')
+    meta = copy.deepcopy(model)
+    meta.eval()  # not chained: some toolkits' backbones' train() returns None (Swin's)
+    meta = meta.to('meta')
     x = torch.zeros(input_shape, device='meta')
     with torch.no_grad(), reference_attention(meta), FlopCounterMode(display=False) as fc:
         meta(x)
