@@ -9,6 +9,7 @@ Every config of ours therefore inherits ``configs/_base_/import_mmevt.py`` befor
 ``__import__('mmevt')`` replaces the look-up (``mmevt/patches/config_resolution.py``).
 """
 import ast
+import functools
 import glob
 import importlib.util
 import json
@@ -191,20 +192,21 @@ def _last_checkpoint(work: str) -> str:
     return ckpt
 
 
-def _det(tmp_path, shapes_root):
+def _det(tmp_path, shapes_root, base=MASK_RCNN, family='mask_rcnn'):
     from det_tiny import tiny_det_config
     work = str(tmp_path / 'work')
-    cfg = write_config(tmp_path / 'mask_rcnn.py', tiny_det_config(MASK_RCNN, shapes_root, work))
+    cfg = write_config(tmp_path / f'{family}.py',
+                       tiny_det_config(base, shapes_root, work, family=family))
+    metrics = ['coco/bbox_mAP:'] + ['coco/segm_mAP:'] * (family != 'retinanet')
     # 8 images, batch 4: 2 iterations; no validation in training (tools/test.py evaluates)
-    return cfg, work, ['train_cfg.val_interval=2'], 'Epoch(train) [1][2/2]', \
-        ['coco/bbox_mAP:', 'coco/segm_mAP:']
+    return cfg, work, ['train_cfg.val_interval=2'], 'Epoch(train) [1][2/2]', metrics
 
 
-def _seg(tmp_path, shapes_root):
+def _seg(tmp_path, shapes_root, base=SEM_FPN, family='sem_fpn'):
     from seg_tiny import tiny_seg_config
     work = str(tmp_path / 'work')
-    cfg = write_config(tmp_path / 'sem_fpn.py',
-                       tiny_seg_config(SEM_FPN, shapes_root, work, 'sem_fpn'))
+    cfg = write_config(tmp_path / f'{family}.py',
+                       tiny_seg_config(base, shapes_root, work, family))
     return cfg, work, ['train_cfg.val_interval=3'], 'Iter(train) [2/2]', ['mIoU:', 'aAcc:']
 
 
@@ -342,8 +344,9 @@ def test_compile_switch_through_the_toolkits_own_tools(
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('family', ['retinanet', 'upernet', 'mmpose'])
-def test_compile_switch_trains_the_other_families(family, shapes_root, tmp_path):
+@pytest.mark.parametrize('family, toolkit', [('retinanet', 'mmdet'), ('upernet', 'mmseg'),
+                                             ('mmpose', 'mmpose')])
+def test_compile_switch_trains_the_other_families(family, toolkit, shapes_root, tmp_path):
     # the families the test above leaves out, each trained compiled and eager (losses
     # equal, no graph break in mmevt), on Dynamo's eager backend (the graphs, not AOT's
     # backward: the test above traces that) and without tools/test.py: what compile
@@ -352,20 +355,10 @@ def test_compile_switch_trains_the_other_families(family, shapes_root, tmp_path)
     # above; tested by hand: it passes).
     # CI cost (2 cores, measured with another test run beside it): retinanet 123 s,
     # upernet 96 s; mmpose (its demo config, upstream only) 62 s alone.
-    from det_tiny import tiny_det_config
-    from seg_tiny import tiny_seg_config
-    work = str(tmp_path / 'work')
-    if family == 'mmpose':
-        if refused_where_missing('mmpose', POSE_DEMO):
-            return  # no fork of mmpose exists (docs/pose.md): the config says what it needs
-        cfg, _, options, trained, _ = FAMILIES['mmpose'](tmp_path, shapes_root)
-        _train_eager_and_compiled('mmpose', cfg, options, trained, tmp_path, backend='eager')
-        return
-    if family == 'upernet':
-        toolkit, trained, options = 'mmseg', 'Iter(train) [2/2]', ['train_cfg.val_interval=3']
-        text = tiny_seg_config(UPERNET, shapes_root, work, 'upernet')
-    else:
-        toolkit, trained, options = 'mmdet', 'Epoch(train) [1][2/2]', ['train_cfg.val_interval=2']
-        text = tiny_det_config(RETINANET, shapes_root, work, family=family)
-    cfg = write_config(tmp_path / f'{family}.py', text)
+    if toolkit == 'mmpose' and refused_where_missing('mmpose', POSE_DEMO):
+        return  # no fork of mmpose exists (docs/pose.md): the config says what it needs
+    make = dict(retinanet=functools.partial(_det, base=RETINANET, family='retinanet'),
+                upernet=functools.partial(_seg, base=UPERNET, family='upernet'),
+                mmpose=_pose)[family]
+    cfg, _, options, trained, _ = make(tmp_path, shapes_root)
     _train_eager_and_compiled(toolkit, cfg, options, trained, tmp_path, backend='eager')
