@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import CONFIGS, run_tool, write_config
+from helpers import CONFIGS, REPO, run_tool, write_config
 from mmevt.deploy.mmdeploy_export import default_image, export_mmdeploy, load_configs
 from mmevt.deploy.parity import TOLERANCES, verify_mmdeploy
 from mmevt.deploy.rewriters import mmdeploy_compat
@@ -235,12 +235,21 @@ def test_tool_deploys_a_classifier_with_a_dynamic_batch(tmp_path):
         'test_pipeline.1.scale=146', 'test_pipeline.2.crop_size=128']
     args = ['tools/deployment/deploy.py', deploy_config, CLASSIFIER, str(tmp_path / 'cls.pth'),
             '--work-dir', str(tmp_path / 'work'), '--verify', '--seed', '5',
-            '--benchmark', '2', '--threads', '1', '--cfg-options', *options]
+            '--benchmark', '2', '--threads', '1', '--jsonl', str(tmp_path / 'deploy.jsonl'),
+            '--cfg-options', *options]
     log = run_tool(*args)
     assert 'verified at batch [1, 2]' in log, log[-3000:]
     timing = re.search(r'latency at \(128, 128\), 1 thread\(s\), median of 2: onnxruntime '
                        r'([\d.]+) ms, PyTorch ([\d.]+) ms', log)
     assert timing and float(timing[1]) > 0 and float(timing[2]) > 0, log[-2000:]
+    # --jsonl: the printed numbers as a records row, which the docs' deploy table shows
+    from mmevt.analysis.docs_sections import deploy_section
+    from mmevt.analysis.records import read_rows
+    (row, ) = read_rows(str(tmp_path / 'deploy.jsonl'))
+    assert row['config'] == osp.relpath(CLASSIFIER, REPO) and row['shape'] == [128, 128]
+    assert (f"{row['ort_ms']:.1f}", f"{row['torch_ms']:.1f}") == (timing[1], timing[2])
+    assert row['graph']['top1'] == 0 and row['batches'] == [1, 2] and row['threads'] == 1
+    assert deploy_section([row])[-1].startswith(f"| `{row['config']}` | 128 x 128 | 1 |")
     assert "onnxruntime vs mmpretrain's own predict: probability" in log
     graph = onnx.load(str(tmp_path / 'work' / 'end2end.onnx')).graph
     dims = [d.dim_param or d.dim_value for d in graph.input[0].type.tensor_type.shape.dim]

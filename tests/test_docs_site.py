@@ -179,7 +179,8 @@ MEASUREMENT = re.compile(
     r'(?:ms|s|sec|seconds?|min|minutes?|h|hours?|days?|[KMGT]i?B|%|[GM]FLOPs?|[GM]MACs?|'
     r'img/s|it/s|tests?|passed|failed)(?!\w)'
     r'|\b\d+(?:\.\d+)?x (?:faster|slower|more|less|fewer)\b|\b\d+\.\d+x\b'
-    r'|\b(?:mAP|mIoU|AP|mAcc|aAcc|top-1|top1|accuracy)\s*(?:of|=|:|is)?\s*\d+\.\d+',
+    r'|\b(?:mAP|mIoU|AP|AR|mAcc|aAcc|top-1|top1|accuracy)(?:\s*@?\.?\d+)?\s*(?:of|=|:|is)?\s*'
+    r'\d+\.\d+|\bloss(?:es)?\b(?:\s+\w+){0,3}?\s+(?:from\s+)?\d+\.\d+',
     re.I)
 # the words that make a number with a unit a setting: "default 120 s", "a timeout of 30 s"
 SETTING = re.compile(r'\b(?:default|timeout|time limit|limits?|minimum|maximum|at most|up to|'
@@ -187,8 +188,25 @@ SETTING = re.compile(r'\b(?:default|timeout|time limit|limits?|minimum|maximum|a
                      r'|[<>]=\s*[\w-]*\s*$', re.I)
 # where a number is labelled as the paper's or its authors'
 THEIRS = re.compile(r"\b(?:the paper|paper's|papers'|the authors|authors')", re.I)
+# a measured difference (parity): a number with a decimal mantissa and an exponent, "7.3e-07"
+# (a setting is written plainly: "atol 1e-4")
+DIFFERENCE = re.compile(r'\b\d\.\d+e[-+]?\d+\b', re.I)
+# a table column of measurements: its header names a unit of time, size, speed or share, a
+# ratio (" / "), a metric or a difference; a row naming a metric makes its numbers metrics
+MEASURED_COLUMN = re.compile(
+    r'\b(?:ms|s|min|seconds?|minutes?|[KMGT]i?B|img/s|images/s|it/s|GFLOP/s|latency|'
+    r'throughput|memory|speed-?up|difference)\b|%| / |' + r'\b(?:mAP|mIoU|mAcc|aAcc|AP|AR|'
+    r'top-?[15]|acc(?:uracy)?|loss)\b', re.I)
+METRIC_ROW = re.compile(r'\b(?:mAP|mIoU|mAcc|aAcc|AP|AR|top-?[15]|acc(?:uracy)?|loss)\b')
+NUMBER_CELL = re.compile(r'^[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*(?:x|%)?'
+                         r'(?:\s*/\s*[-+]?\d[\d,]*(?:\.\d+)?)*$')
+TABLE = re.compile(r'^\|(.*)\|[ \t]*\n\|[-:| \t]+\|[ \t]*\n((?:\|.*\|[ \t]*(?:\n|$))*)', re.M)
 GENERATED = re.compile(r'<!-- (\S[^:>]*): written by .*?-->.*?<!-- end of \1 -->', re.S)
 SENTENCE = re.compile(r'(?<=[.;!?])\s+(?=[A-Z(*`"])|\n(?=\s*(?:[-*|]|\d+\.)\s)|\n\s*\n')
+
+
+# the opening line of a fenced block of printed output (no language, ``text``, ``console``)
+OUTPUT = re.compile(r'^(?:```|~~~)(?:text|console)?[ \t]*\n')
 
 
 def measurements(text: str) -> List[str]:
@@ -197,14 +215,35 @@ def measurements(text: str) -> List[str]:
     if re.search(r'^<!-- Written by .*do not edit', text, re.M):
         return []  # a page a tool writes whole
     text = GENERATED.sub(' ', text)
-    text = CODE_SPAN.sub(' ', prose(text))
+    # printed output quoted in the page (its fence lines dropped)
+    quoted = [m[0].split('\n', 1)[1].rsplit('\n', 1)[0] for m in FENCE.finditer(text)
+              if OUTPUT.match(m[0])]
+    text = CODE_SPAN.sub(' ', prose(text)) + '\n\n' + '\n\n'.join(quoted)
     text = LINK.sub(' ', text)  # link targets (arXiv ids) are no measurements
-    found = []
+    found = table_measurements(text)
     for sentence in SENTENCE.split(text):
         if THEIRS.search(sentence):
             continue
         found += [m.group(0) for m in MEASUREMENT.finditer(sentence)
                   if not SETTING.search(sentence[:m.start()])]
+        found += DIFFERENCE.findall(sentence)
+    return found
+
+
+def table_measurements(text: str) -> List[str]:
+    """The numbers of ``text``'s tables that are measurements: a bare number in a column
+    whose header names a unit, a ratio or a metric (not labelled as the paper's), or in a
+    row that names a metric; each as ``'header: cell'``."""
+    found = []
+    for table in TABLE.finditer(text):
+        head = [c.strip() for c in table[1].split('|')]
+        for line in table[2].splitlines():
+            cells = [c.strip() for c in line.strip()[1:-1].split('|')]
+            metric_row = any(METRIC_ROW.search(c) for c in cells if not NUMBER_CELL.match(c))
+            for name, cell in zip(head, cells):
+                if (NUMBER_CELL.match(cell) and not THEIRS.search(name)
+                        and (MEASURED_COLUMN.search(name) or metric_row)):
+                    found.append(f'{name}: {cell}')
     return found
 
 
@@ -223,9 +262,12 @@ def test_no_page_states_a_measurement_by_hand(page):
     backticks (``--time=00:05:00``), or after a word that names a setting (default,
     timeout, limit, budget, every, up to, at most / at least, minimum / maximum, waits, retry,
     set to: "default
-    120 s"); numbers in code blocks and spans (commands and their printed output, quoted as
-    they are); and the paper's or its authors' numbers, labelled as theirs in the same
-    sentence ("the paper gives 18.2 GFLOPs")."""
+    120 s"); numbers in commands (code spans, ``bash`` / ``python`` blocks); and the paper's
+    or its authors' numbers, labelled as theirs in the same sentence ("the paper gives 18.2
+    GFLOPs"). A block of printed output (no language, ``text``, ``console``) is held to the
+    rule: a measured value in it is elided (``...``) or the block is a generated table.
+    Tables count too: a bare number under a header naming a unit, a ratio or a metric, or
+    in a row naming a metric; and a measured difference (``7.3e-07``) anywhere."""
     found = measurements(open(page).read())
     assert not found, (f'{rel(page)} states measurements by hand (point to a generated '
                        f'table instead, or label a paper number as the paper\'s): {found}')
@@ -237,6 +279,8 @@ def test_the_measurement_rule_finds_what_it_must():
     assert measurements('CI took 35 min. EVT-T ran in 62.1 ms, 1.3x faster. 759 tests '
                         'passed; the demo scored mAP 0.895 and `acc/top1: 0.25`.') == \
         ['35 min', '62.1 ms', '1.3x faster', '759 tests', 'mAP 0.895']
+    assert measurements('the loss falls from 0.0159 to 0.0025; AP .5 1.000, AR 0.975') == \
+        ['loss falls from 0.0159', 'AP .5 1.000', 'AR 0.975']
     assert measurements('OCRNet (HRNet-18s), ResNet-50') == []
     assert measurements('it saves 30% for 22 % more time') == ['30%', '22 %']
     assert measurements('a 3x schedule at 1333 x 800, 1.23x the memory') == ['1.23x']
@@ -248,6 +292,17 @@ def test_the_measurement_rule_finds_what_it_must():
                         'about 18.2 GFLOPs. A timeout of 30 s; it took 40 s.') == ['40 s']
     assert measurements('<!-- t: written by `tools/x.py --write` -->\n| a | 3 ms |\n'
                         '<!-- end of t -->\nMeasured: 4 ms.') == ['4 ms']
+    # a table's numbers under a unit, a ratio or a metric, or in a row naming a metric; a
+    # measured difference anywhere; settings (an input size, a batch, "1e-4") are not
+    assert measurements('| model | input | onnxruntime (ms) | eager / ort | img/GPU |\n'
+                        '|---|---|---|---|---|\n| EVT-T | 224 x 224 | 79.7 | 1.38 | 2 |\n\n'
+                        '| model | metric | value |\n|:-|:-|-:|\n| EVT | bbox mAP | 0.854 |\n'
+                        '| EVT | batch | 16 |\n\nAgreed to 7.3e-07 (atol 1e-4).') == \
+        ['onnxruntime (ms): 79.7', 'eager / ort: 1.38', 'value: 0.854', '7.3e-07']
+    assert measurements('| model | top-1 (the paper) |\n|---|---|\n| EVT-S | 84.1 |\n') == []
+    # printed output is held to the rule; commands are not
+    assert measurements('```text\nstep took 3.2 s\n```\n```bash\nx --timeout 30 s\n```') == \
+        ['3.2 s']
 
 
 def test_the_readme_is_a_front_page():

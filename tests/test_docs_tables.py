@@ -97,3 +97,78 @@ def test_fvcore_table_lists_the_same_archs():
     fv = doc_table(MODEL_ZOO, complexity.fvcore_table({})[0])
     assert [line.split('|')[1].strip() for line in fv[2:]] == list(complexity.ARCHS)
     assert all(len(line.split('|')) == 5 for line in fv)
+
+
+# ------------------------------------------------------- the measured tables (docs/records)
+def test_every_measured_table_is_its_records_output():
+    # regenerate: python tools/analysis/records_to_docs.py
+    from mmevt.analysis.docs_sections import sections, write_docs
+    assert {'latency', 'compile', 'ablations-224', 'onnx', 'deploy', 'demo'} <= set(sections(REPO))
+    assert write_docs(REPO, check=True) == []
+
+
+def test_records_to_docs_writes_each_section_and_refuses_what_it_cannot(tmp_path):
+    import json
+
+    from mmevt.analysis.docs_sections import section_markers, write_docs
+    (tmp_path / 'docs' / 'records').mkdir(parents=True)
+    (tmp_path / 'README.md').write_text('front\n')
+    begin, end = section_markers('demo')
+    page = tmp_path / 'docs' / 'demo.md'
+    page.write_text(f'intro\n{begin}\nold\n{end}\nafter\n')
+    with pytest.raises(ValueError, match=r"sections without records: \['demo'\]"):
+        write_docs(str(tmp_path))
+    run = dict(det={'coco/bbox_mAP': 0.5}, seg={'mIoU': 50.0}, background_only_mIoU=20.0,
+               minutes=31.2, num_train=4, num_val=2, det_epochs=1, seg_iters=3,
+               device='CPU (X, 2 threads)', torch='2.x')
+    records = tmp_path / 'docs' / 'records' / 'demo.jsonl'
+    records.write_text(json.dumps(dict(run, minutes=99.0)) + '\n' + json.dumps(run) + '\n')
+    assert write_docs(str(tmp_path), check=True) == ['docs/demo.md']
+    assert 'old' in page.read_text()  # --check writes nothing
+    assert write_docs(str(tmp_path)) == ['docs/demo.md']
+    text = page.read_text()
+    assert text.startswith(f'intro\n{begin}\n\n- CPU (X, 2 threads), torch 2.x\n')
+    assert text.endswith(f'\n\n{end}\nafter\n') and 'old' not in text
+    # the last run's table
+    assert '| Mask R-CNN, EVT | coco/bbox_mAP | 0.500 |' in text and '31 min' in text
+    assert write_docs(str(tmp_path), check=True) == []
+    (tmp_path / 'docs' / 'records' / 'lost.jsonl').write_text('{}\n')
+    with pytest.raises(ValueError, match=r"records without a section: \['lost'\]"):
+        write_docs(str(tmp_path))
+    (tmp_path / 'docs' / 'records' / 'lost.jsonl').unlink()
+    with pytest.raises(ValueError, match=r"no page holds the sections \['onnx'\]"):
+        write_docs(str(tmp_path), only=['onnx'])
+    (tmp_path / 'README.md').write_text(f'{begin}\n{end}\n')
+    with pytest.raises(ValueError, match="section 'demo' is in README.md and docs/demo.md"):
+        write_docs(str(tmp_path))
+
+
+def test_the_deployment_sections_say_timing_and_parity_per_config():
+    from mmevt.analysis.docs_sections import deploy_section, onnx_section, section_lines
+    machine = dict(device='CPU (X, 1 threads)', torch='2.x', onnxruntime='1.0', mmdeploy='1.3')
+    onnx = [dict(machine, config='configs/a.py', kind='model', shape=[224, 224],
+                 max_abs_diff=7.3e-7, ort_ms=80.0, torch_ms=100.0, threads=1, rounds=20)]
+    lines = onnx_section(onnx + [dict(onnx[0], ort_ms=50.0)])  # a later row replaces
+    assert lines[0] == '- CPU (X, 1 threads), torch 2.x, onnxruntime 1.0'
+    assert lines[-1] == '| `configs/a.py` | 224 x 224 | 1 | 50.0 | 100.0 | 2.00 | 7.3e-07 |'
+    assert len(lines) == 5
+    det = dict(machine, config='configs/d.py', deploy_config='configs/deploy/x.py',
+               shape=[800, 1344], ort_ms=4000.0, torch_ms=5000.0, threads=1, rounds=3,
+               graph=dict(detections=100, matched=100, unmatched=0, degenerate=0, box=1.6e-6,
+                          score=1.2e-7),
+               toolkit=dict(detections=100, matched=83, unmatched=0, degenerate=17, box=0.,
+                            score=0.))
+    seg = dict(machine, config='configs/s.py', deploy_config='configs/deploy/y.py',
+               graph=dict(class_map=0.0), toolkit=dict(class_map=0.002))  # --verify only
+    lines = deploy_section([det, seg])
+    assert lines[0].endswith('onnxruntime 1.0, mmdeploy 1.3')
+    assert lines[-2] == ('| `configs/d.py` | 800 x 1344 | 1 | 4000.0 | 5000.0 | 1.25 | '
+                         'boxes 1.6e-06 of the longer side, scores 1.2e-07, 100 of 100 '
+                         'detections matched | boxes 0.0e+00 of the longer side, scores '
+                         '0.0e+00, 83 of 100 detections matched, 17 empty boxes |')
+    assert lines[-1] == ('| `configs/s.py` | - | - | - | - | - | pixels of another class '
+                         '0.0% | pixels of another class 0.2% |')
+    with pytest.raises(ValueError, match="no renderer for docs section 'nope'"):
+        section_lines('nope', onnx)
+    with pytest.raises(ValueError, match="docs section 'onnx' has no records"):
+        section_lines('onnx', [])

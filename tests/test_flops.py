@@ -238,12 +238,17 @@ def test_docs_table_rows_are_the_tools_output(task, name, tmp_path):
     assert rows[osp.basename(name)] in out.splitlines()
 
 
-def test_checkpointing_tool_times_both_variants(capsys):
-    """tools/analysis/checkpointing.py (docs/backbone.md's with_cp numbers) runs a training
-    step with and without checkpointing and prints one row each."""
+def test_checkpointing_tool_times_both_variants(capsys, tmp_path):
+    """tools/analysis/checkpointing.py (docs/backbone.md's with_cp table) runs a training
+    step with and without checkpointing and prints one row each, as it records them."""
+    from mmevt.analysis.docs_sections import checkpointing_section
+    from mmevt.analysis.records import read_rows
     load_tool('tools/analysis/checkpointing.py').main(
         ['--arch', 'evt-test', '--train', '64', '64', '--warmup', '0', '--iters', '1',
-         '--rounds', '1'])
-    rows = re.findall(r'^\| evt-test \| (True|False) \| (\d+) \| ', capsys.readouterr().out,
-                      re.M)
+         '--rounds', '1', '--jsonl', str(tmp_path / 'cp.jsonl')])
+    out = capsys.readouterr().out
+    rows = re.findall(r'^\| evt-test \| 2 x 64 x 64 \| (True|False) \| (\d+) \| ', out, re.M)
     assert [cp for cp, _ in rows] == ['False', 'True']
+    records = read_rows(str(tmp_path / 'cp.jsonl'))
+    assert [r['with_cp'] for r in records] == [False, True]
+    assert checkpointing_section(records)[2:] == out.strip().splitlines()[-4:]

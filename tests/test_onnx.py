@@ -1,6 +1,7 @@
 """ONNX export (torch's dynamo exporter) of a classifier, a backbone and a Semantic FPN
 segmentor: one file per input size with a dynamic batch, onnxruntime equal to PyTorch."""
 import os.path as osp
+import re
 
 import onnx  # requirements/tests.txt: onnx, onnxscript (the exporter), onnxruntime
 import onnxruntime as ort
@@ -92,9 +93,16 @@ def test_checkpoint_weights_are_exported(tmp_path):
 def test_tool_exports_a_backbone_per_size_and_keeps_existing_files(tmp_path):
     # RMT's decomposed MaSA and full MaSA through the command line, --verify at batch 1, 2
     args = ['tools/deployment/pytorch2onnx.py', DET, '--backbone-only', '--shape', '64', '64',
-            '--shape', '64', '96', '--out-dir', str(tmp_path), '--verify',
-            '--cfg-options', 'model.backbone.arch=rmt-test']
+            '--shape', '64', '96', '--out-dir', str(tmp_path / 'out'), '--verify',
+            '--jsonl', str(tmp_path / 'onnx.jsonl'), '--cfg-options', 'model.backbone.arch=rmt-test']
     log = run_tool(*args)
+    # --jsonl: one records row per file, the printed difference
+    from mmevt.analysis.records import read_rows
+    rows = read_rows(str(tmp_path / 'onnx.jsonl'))
+    assert [r['shape'] for r in rows] == [[64, 64], [64, 96]] and rows[0]['kind'] == 'backbone'
+    printed = re.findall(r'max \|onnxruntime - PyTorch\| = (\S+) at', log)
+    assert [f"{r['max_abs_diff']:.2e}" for r in rows] == printed
+    tmp_path = tmp_path / 'out'
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ['mask-rcnn_evt-t_fpn_1x_coco_backbone_64x64.onnx',
                      'mask-rcnn_evt-t_fpn_1x_coco_backbone_64x96.onnx'], files

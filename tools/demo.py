@@ -9,7 +9,8 @@
    the trained detector), and prints a summary table.
 
 Every run writes into a new time-stamped directory under ``--work-dir``: nothing from an
-earlier run is overwritten.
+earlier run is overwritten. ``--jsonl FILE`` also appends the summary to a records file
+(``docs/records/demo.jsonl`` is what the docs' demo table is written from).
 """
 import argparse
 import json
@@ -94,6 +95,7 @@ def main() -> None:
     parser.add_argument('--num-val', type=int, default=50)
     parser.add_argument('--det-epochs', type=int, default=10)
     parser.add_argument('--seg-iters', type=int, default=1200)
+    parser.add_argument('--jsonl', help='append the summary to this JSON-lines records file')
     args = parser.parse_args()
     t0 = time.time()
 
@@ -144,12 +146,16 @@ def main() -> None:
                    minutes=(time.time() - t0) / 60, work_dir=work)
     with open(osp.join(work, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1)
-    print('\n| model | metric | value |\n|---|---|---|')
-    for k, v in det.items():
-        print(f'| Mask R-CNN, EVT | {k} | {v:.3f} |')
-    for k, v in seg.items():
-        print(f'| Semantic FPN, EVT | {k} | {v:.2f} |')
-    print(f'| (background-only prediction) | mIoU | {baseline:.2f} |')
+    if args.jsonl:
+        import torch
+
+        from mmevt.analysis.records import append_row, device_name
+        append_row(args.jsonl, {k: v for k, v in summary.items() if k != 'work_dir'},
+                   num_train=args.num_train, num_val=args.num_val, det_epochs=args.det_epochs,
+                   seg_iters=args.seg_iters, device=device_name(torch.device('cpu')),
+                   torch=torch.__version__)
+    from mmevt.analysis.docs_sections import demo_table
+    print('\n' + '\n'.join(demo_table(summary)))
     print(f"\npredictions drawn in {work}/*_test/predictions/, attention pictures in "
           f"{vis}/; total time {summary['minutes']:.1f} min")
 

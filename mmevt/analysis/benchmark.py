@@ -408,17 +408,7 @@ def run_jobs(jobs: List[Job], device: torch.device, done: Callable[[Job, List[Di
             done(job, job_runs)
 
 
-# ------------------------------------------------------------------ the docs' section
-DOCS_PAGE = 'docs/benchmark.md'
-SECTION = 'compile'
-
-
-def section_markers(name: str = SECTION) -> Tuple[str, str]:
-    """The two lines (markdown comments) ``docs/benchmark.md`` holds a section between."""
-    return (f'<!-- {name} section: written by tools/analysis/benchmark.py --docs -->',
-            f'<!-- end of {name} section -->')
-
-
+# ------------------------------------------------------------------ the docs' sections
 def _key(row: dict) -> tuple:
     return (row['arch'], row.get('attn_impl'), row['case'], row['dtype'],
             bool(row.get('with_cp')))
@@ -576,27 +566,8 @@ def table_section(rows: Sequence[dict]) -> List[str]:
             + [format_row(r, **columns) for r in kept])
 
 
-def section_lines(name: str, rows: Sequence[dict]) -> List[str]:
-    """The lines of the docs section ``name`` (a records file's stem) from its rows."""
-    return compile_section(rows) if name == SECTION else table_section(rows)
-
-
-def splice_section(text: str, lines: Sequence[str], name: str = SECTION) -> str:
-    """``text`` with ``lines`` put between the section's markers (what was there goes).
-
-    Raises:
-        ValueError: ``text`` lacks the markers, holds them twice or in the wrong order.
-    """
-    begin, end = section_markers(name)
-    if text.count(begin) != 1 or text.count(end) != 1 or text.index(end) < text.index(begin):
-        raise ValueError(f'{DOCS_PAGE} needs one {begin!r} line and one {end!r} after it')
-    head, rest = text.split(begin)
-    return head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + rest.split(end)[1]
-
-
 __all__ = ['DEFAULT_ARCHS', 'MEMORY_PEERS', 'SPEED_GOAL', 'SWIN_SIZES', 'GraphCounter', 'Job',
            'Variant', 'build_backbone', 'build_from_config', 'build_variants',
            'compile_section', 'complexity', 'format_row', 'input_cases', 'matmul_peak',
            'measure', 'memory_goal', 'print_profile', 'row_name', 'run_jobs',
-           'saved_per_image', 'section_lines', 'section_markers', 'speed_goal',
-           'splice_section', 'summarise', 'table_header', 'table_section', 'timed']
+           'saved_per_image', 'speed_goal', 'summarise', 'table_header', 'table_section', 'timed']

@@ -16,11 +16,23 @@ import torch
 VERSIONED = ('torch', 'triton', 'timm', 'mmengine', 'mmpretrain', 'numpy')
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux's ``/proc/cpuinfo``), else the machine's architecture."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_name(device: torch.device) -> str:
-    """The GPU's name, or the CPU's with the threads torch uses."""
+    """The GPU's name, or the CPU's model with the threads torch uses."""
     if device.type == 'cuda':
         return torch.cuda.get_device_name(device)
-    return f'CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)'
+    return f'CPU ({cpu_model()}, {torch.get_num_threads()} threads)'
 
 
 def package_versions(names=VERSIONED) -> Dict[str, Optional[str]]:

@@ -1,28 +1,46 @@
 """The two deployment command lines: ``mmevt-onnx`` and ``mmevt-deploy``.
 
     python tools/deployment/pytorch2onnx.py CONFIG [CHECKPOINT] --shape 224 224 [--shape ...]
-        [--backbone-only] [--out-dir DIR] [--overwrite] [--verify] [--benchmark N]
+        [--backbone-only] [--out-dir DIR] [--overwrite] [--verify] [--benchmark N] [--jsonl F]
 
 exports with torch's own exporter (:mod:`mmevt.deploy.onnx_export`), one file per input size;
 
     python tools/deployment/deploy.py DEPLOY_CONFIG MODEL_CONFIG [CHECKPOINT] [--img IMG]
-        [--work-dir DIR] [--overwrite] [--verify] [--benchmark ROUNDS] [--threads N]
+        [--work-dir DIR] [--overwrite] [--verify] [--benchmark ROUNDS] [--threads N] [--jsonl F]
 
 deploys with mmdeploy (:mod:`mmevt.deploy.mmdeploy_export`). ``--verify`` is
 :mod:`mmevt.deploy.parity`, ``--benchmark`` :mod:`mmevt.deploy.timing`. User errors end
-either with a one-line message and exit status 1.
+either with a one-line message and exit status 1. ``--jsonl`` appends what was measured (one
+row per file) to a records file, as the docs' tables are written from
+(:mod:`mmevt.analysis.docs_sections`).
 """
 import argparse
 import os.path as osp
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
+from ..analysis.records import append_row, device_name, package_versions
 from ..utils.user_errors import exit_on_user_error
 from .mmdeploy_export import default_image, export_mmdeploy, load_configs
 from .onnx_export import default_name, export_onnx, load_model
 from .parity import Reference, read_images, verify_mmdeploy, verify_onnx
 from .shapes import ONNX_DYNAMIC_HW_ERROR, check_shape
 from .timing import time_predict, time_tensor_mode
+
+
+JSONL_HELP = ('append what --verify / --benchmark measured to this JSON-lines records file '
+              '(docs/records/: tools/analysis/records_to_docs.py writes the docs from it)')
+
+
+def record(path: Optional[str], config: str, **measured) -> None:
+    """Append one row to the records file ``path`` (None: nothing): the config as given
+    (relative to the working directory), what was measured, the machine and versions."""
+    import torch
+    versions = package_versions(('onnxruntime', 'mmdeploy'))
+    append_row(path, dict(measured, device=device_name(torch.device('cpu')),
+                          torch=torch.__version__, onnxruntime=versions['onnxruntime'],
+                          mmdeploy=versions['mmdeploy']),
+               config=osp.relpath(config) if osp.isabs(config) else osp.normpath(config))
 
 
 # ------------------------------------------------------------------ mmevt-onnx
@@ -49,6 +67,7 @@ def parse_onnx_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument('--benchmark', type=int, default=0, metavar='ROUNDS',
                         help='median CPU latency of onnxruntime and PyTorch eager, batch 1')
     parser.add_argument('--threads', type=int, help='intra-op threads for --benchmark')
+    parser.add_argument('--jsonl', help=JSONL_HELP)
     parser.add_argument('--cfg-options', nargs='+', action=DictAction)
     return parser.parse_args(argv)
 
@@ -74,15 +93,20 @@ def onnx_main(argv: Optional[List[str]] = None) -> List[str]:
         export_onnx(model, kind, shape, out, overwrite=args.overwrite)
         print(f'wrote {out} (input: batch x 3 x {shape[0]} x {shape[1]}, batch dynamic) in '
               f'{time.perf_counter() - t0:.1f} s')
+        measured: Dict = {}
         if args.verify:
             diff = verify_onnx(out, model, kind, shape, atol=args.atol)
             print(f'verified {out}: max |onnxruntime - PyTorch| = {diff:.2e} at batch 1 and 2')
+            measured['max_abs_diff'] = diff
         if args.benchmark:
             r = time_tensor_mode(out, model, kind, shape, rounds=args.benchmark,
                                  threads=args.threads)
             print(f"latency {shape[0]}x{shape[1]} batch 1, {r['threads']} threads: "
                   f"onnxruntime {r['ort_ms']:.1f} ms, PyTorch eager {r['torch_ms']:.1f} ms "
                   f"(median of {args.benchmark})")
+            measured.update(r, rounds=args.benchmark)
+        if measured:
+            record(args.jsonl, args.config, kind=kind, shape=list(shape), **measured)
     return outs
 
 
@@ -113,6 +137,7 @@ def parse_deploy_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         help='median CPU latency of onnxruntime and PyTorch, batch 1')
     parser.add_argument('--threads', type=int, help='intra-op threads for --benchmark')
     parser.add_argument('--seed', type=int, default=0, help='seed of random weights')
+    parser.add_argument('--jsonl', help=JSONL_HELP)
     parser.add_argument('--cfg-options', nargs='+', action=DictAction,
                         help='overrides of the model config')
     return parser.parse_args(argv)
@@ -134,6 +159,7 @@ def deploy_main(argv: Optional[List[str]] = None) -> str:
     out = export_mmdeploy(deploy_cfg, model_cfg, args.checkpoint, img, work_dir,
                           args.overwrite, args.seed)
     print(f'deploy: wrote {out}')
+    measured: Dict = {}
     if args.verify:
         result = verify_mmdeploy(out, deploy_cfg, model_cfg, args.checkpoint, img, args.seed)
         for name, what in (('graph', 'PyTorch under mmdeploy\'s rewriters'),
@@ -145,12 +171,17 @@ def deploy_main(argv: Optional[List[str]] = None) -> str:
         if result['graph'].get('detections') == 0:
             print('note: no detections above the score threshold on this image, so boxes and '
                   'masks were not compared (random weights? pass a checkpoint)')
+        measured.update(result)
     if args.benchmark:
         ref = Reference(deploy_cfg, model_cfg, args.checkpoint, read_images(img, 1), args.seed)
         t = time_predict(out, ref, args.benchmark, args.threads)
         print(f"latency at {tuple(ref.inputs.shape[2:])}, {t['threads']} thread(s), median "
               f"of {args.benchmark}: onnxruntime {t['ort_ms']:.1f} ms, PyTorch "
               f"{t['torch_ms']:.1f} ms")
+        measured.update(t, rounds=args.benchmark, shape=list(ref.inputs.shape[2:]))
+    if measured:
+        record(args.jsonl, args.model_config, deploy_config=osp.normpath(args.deploy_config),
+               seed=args.seed, checkpoint=args.checkpoint, **measured)
     return out
 
 

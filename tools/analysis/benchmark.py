@@ -27,18 +27,17 @@ are printed with the device name. The measuring itself is :mod:`mmevt.analysis.b
 """
 import argparse
 import json
-import os.path as osp
 from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from mmevt.analysis.benchmark import (DEFAULT_ARCHS, DOCS_PAGE, SWIN_SIZES, Job,  # noqa
+from mmevt.analysis.benchmark import (DEFAULT_ARCHS, SWIN_SIZES, Job,  # noqa
                                       build_backbone, build_from_config, build_variants,
                                       complexity, format_row, input_cases,
                                       matmul_peak, measure, row_name, run_jobs,
-                                      saved_per_image, section_lines, splice_section,
+                                      saved_per_image,
                                       summarise, table_header)
-from mmevt.analysis.records import append_row, device_name, read_rows
+from mmevt.analysis.records import append_row, device_name
 
 build = build_backbone  # the names this script had (other tools load it as a module)
 
@@ -97,40 +96,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--jsonl', help='append each row to this JSON-lines file as soon as '
                         'it is measured')
     parser.add_argument('--tag', default='', help="a label put in each --jsonl row ('step')")
-    parser.add_argument('--docs', metavar='RECORDS', nargs='+',
-                        help=f'write the sections of {DOCS_PAGE} from these JSON-lines '
-                        'records (what --jsonl wrote; a file NAME.jsonl writes the NAME '
-                        'section) and exit')
-    parser.add_argument('--check', action='store_true',
-                        help='with --docs: only say whether the page holds those sections')
     return parser.parse_args(argv)
-
-
-def write_docs(records: Sequence[str], check: bool = False, repo: Optional[str] = None) -> bool:
-    """Put the section made from each of ``records`` (a JSON-lines file; its stem names the
-    section: ``compile.jsonl`` -> the compile section) into the docs page; True when the page
-    changed (with ``check``: differs, and nothing is written)."""
-    repo = repo or osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-    path = osp.join(repo, DOCS_PAGE)
-    with open(path) as f:
-        old = f.read()
-    new = old
-    for records_path in records:
-        name = osp.splitext(osp.basename(records_path))[0]
-        new = splice_section(new, section_lines(name, read_rows(records_path)), name)
-    if new != old and not check:
-        with open(path, 'w') as f:
-            f.write(new)
-    return new != old
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
-    if args.docs:
-        changed = write_docs(args.docs, args.check)
-        print(f"{DOCS_PAGE}: {'differs' if args.check else 'written'}" if changed
-              else f'{DOCS_PAGE}: up to date')
-        raise SystemExit(1 if changed and args.check else 0)
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

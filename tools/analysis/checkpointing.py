@@ -8,25 +8,17 @@ One training step (forward + backward) of the backbone with and without checkpoi
 the present device, timed and measured by ``tools/analysis/benchmark.py``'s ``measure``
 (CUDA: peak allocated memory; CPU: growth of the resident set during the step, Linux only).
 The two variants alternate over ``--rounds`` so a shared machine's drift hits both; medians
-are reported, with the device name.
+are reported, with the device name (``--jsonl``: also appended as records, what the docs'
+table is written from).
 """
 import argparse
-import importlib.util
-import os.path as osp
 import statistics
 
 import torch
 
+from mmevt.analysis.benchmark import measure
+from mmevt.analysis.docs_sections import checkpointing_table
 from mmevt.analysis.records import append_row, device_name
-
-
-def _benchmark():
-    """``tools/analysis/benchmark.py`` as a module (its ``measure``)."""
-    path = osp.join(osp.dirname(osp.abspath(__file__)), 'benchmark.py')
-    spec = importlib.util.spec_from_file_location('mmevt_benchmark_tool', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main(argv=None) -> None:
@@ -47,29 +39,27 @@ def main(argv=None) -> None:
                      f'{args.train}')
 
     from mmevt.models import EVT
-    bench = _benchmark()
     device = torch.device(args.device)
     shape = (args.batch, 3, *args.train)
     print(f'device: {device_name(device)}; torch {torch.__version__}; training step '
           f'of the backbone, batch {args.batch}, {args.train[0]} x {args.train[1]} (H x W)')
-    print('| arch | with_cp | ms / step | peak MB | time vs off | memory vs off |')
-    print('|---|---|---|---|---|---|')
+    rows = []
     for arch in args.arch:
         models = {cp: EVT(arch, with_cp=cp) for cp in (False, True)}
         runs = {cp: [] for cp in models}
         for _ in range(args.rounds):
             for cp, model in models.items():
-                runs[cp].append(bench.measure(model, device, shape, 'fp32', True, False,
-                                              args.warmup, args.iters))
+                runs[cp].append(measure(model, device, shape, 'fp32', True, False,
+                                        args.warmup, args.iters))
         med = {cp: (statistics.median(r['seconds'] for r in rs),
                     statistics.median(r.get('peak_mem_mb', float('nan')) for r in rs))
                for cp, rs in runs.items()}
         for cp, (sec, mem) in med.items():
-            print(f'| {arch} | {cp} | {1e3 * sec:.0f} | {mem:.0f} | '
-                  f'{sec / med[False][0]:.2f}x | {mem / med[False][1]:.2f}x |', flush=True)
-            append_row(args.jsonl, dict(arch=arch, case='train', shape=list(shape),
-                                        dtype='fp32', compiled=False, with_cp=cp,
-                                        seconds=sec, peak_mem_mb=mem), step=args.tag)
+            rows.append(dict(arch=arch, case='train', shape=list(shape), dtype='fp32',
+                             compiled=False, with_cp=cp, seconds=sec, peak_mem_mb=mem,
+                             device=device_name(device), torch=torch.__version__))
+            append_row(args.jsonl, rows[-1], step=args.tag)
+    print('\n'.join(checkpointing_table(rows)))
 
 
 if __name__ == '__main__':

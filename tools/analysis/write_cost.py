@@ -8,7 +8,8 @@ Times ``mmengine.dump`` of a small json (as loggers and result dumps write) and
 ``mmengine.runner.checkpoint.save_checkpoint`` of a ~4 MB checkpoint, in fresh processes
 with the patch on (``import mmevt``) and switched off (``MMEVT_PATCHES=-atomic-local-writes``),
 alternating over ``--rounds`` so a shared machine's drift hits both; medians are printed
-per write, with the ratio. Files go to a temporary directory on the file system of
+per write, with the ratio (``--jsonl``: also appended as records, what the docs' table is
+written from). Files go to a temporary directory on the file system of
 ``--dir`` (default: the system's temporary directory).
 """
 import argparse
@@ -53,16 +54,25 @@ def main() -> None:
     parser.add_argument('--checkpoints', type=int, default=20)
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--dir', default=None, help='where the files are written')
+    parser.add_argument('--jsonl', help='append each write kind as a row to this JSON-lines '
+                        'records file')
     args = parser.parse_args()
     times = {True: [], False: []}
     for _ in range(args.rounds):
         for patched in (False, True):
             times[patched].append(one_run(patched, args.dir, args.dumps, args.checkpoints))
-    print(f'{"write":<28} {"mmengine (patch off)":>22} {"atomic (patch on)":>20} {"ratio":>7}')
-    for kind, what in (('dump', 'json dump (put_text)'), ('checkpoint', '4 MB checkpoint (put)')):
-        off = statistics.median(t[kind] for t in times[False])
-        on = statistics.median(t[kind] for t in times[True])
-        print(f'{what:<28} {off * 1e3:>19.3f} ms {on * 1e3:>17.3f} ms {on / off:>6.2f}x')
+    import torch
+
+    from mmevt.analysis.docs_sections import write_cost_table
+    from mmevt.analysis.records import append_row, device_name
+    rows = [dict(write=kind, off_s=statistics.median(t[kind] for t in times[False]),
+                 on_s=statistics.median(t[kind] for t in times[True]), dumps=args.dumps,
+                 checkpoints=args.checkpoints, rounds=args.rounds,
+                 device=device_name(torch.device('cpu')), torch=torch.__version__)
+            for kind in ('dump', 'checkpoint')]
+    for row in rows:
+        append_row(args.jsonl, row)
+    print('\n'.join(write_cost_table(rows)))
 
 
 if __name__ == '__main__':

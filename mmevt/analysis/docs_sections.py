@@ -1,0 +1,269 @@
+"""The docs' measured tables, written from the records kept in ``docs/records/``.
+
+What this project measured (latencies, parity, the demo's metrics) appears in the docs only
+as tables a command writes from records. A page holds each table between two comment lines::
+
+    <!-- NAME section: written by tools/analysis/records_to_docs.py -->
+    ...
+    <!-- end of NAME section -->
+
+and ``docs/records/NAME.jsonl`` holds the rows the measuring command appended with its
+``--jsonl`` option (``tools/analysis/benchmark.py``, ``checkpointing.py``, ``write_cost.py``, ``mmevt-onnx``,
+``mmevt-deploy``, ``tools/demo.py``). :func:`write_docs` rewrites every section of every page from its
+records (``--check``: says which differ, writes nothing; a test runs it). :data:`RENDERERS`
+says how a section's rows become lines.
+"""
+import glob
+import os.path as osp
+import re
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from .records import read_rows
+
+COMMAND = 'tools/analysis/records_to_docs.py'
+RECORDS = osp.join('docs', 'records')
+BEGIN = re.compile(r'^<!-- ([\w-]+) section: written by ' + re.escape(COMMAND) + r' -->$', re.M)
+
+
+def section_markers(name: str) -> Tuple[str, str]:
+    """The two lines (markdown comments) a page holds section ``name`` between."""
+    return (f'<!-- {name} section: written by {COMMAND} -->', f'<!-- end of {name} section -->')
+
+
+def splice_section(text: str, lines: Sequence[str], name: str) -> str:
+    """``text`` with ``lines`` put between section ``name``'s markers (what was there goes).
+
+    Raises:
+        ValueError: ``text`` lacks the markers, holds them twice or in the wrong order.
+    """
+    begin, end = section_markers(name)
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(end) < text.index(begin):
+        raise ValueError(f'section {name!r} needs one {begin!r} line and one {end!r} after it')
+    head, rest = text.split(begin)
+    return head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + rest.split(end)[1]
+
+
+def machine_lines(rows: Sequence[dict], versions: Sequence[str] = ()) -> List[str]:
+    """One line per machine in ``rows`` (device, torch and the ``versions`` rows hold), in
+    the order the rows came."""
+    machines: Dict[str, None] = {}
+    for r in rows:
+        parts = [r.get('device', 'device not recorded'), f"torch {r.get('torch', '?')}"]
+        parts += [f'{name} {r[name]}' for name in versions if r.get(name)]
+        machines['- ' + ', '.join(parts)] = None
+    return list(machines)
+
+
+def _timing(row: dict) -> str:
+    """The threads, both medians and their ratio as table cells ('-' where not timed)."""
+    if 'ort_ms' not in row:
+        return '- | - | - | -'
+    return (f"{row['threads']} | {row['ort_ms']:.1f} | {row['torch_ms']:.1f} | "
+            f"{row['torch_ms'] / row['ort_ms']:.2f}")
+
+
+def _hw(row: dict) -> str:
+    return f"{row['shape'][0]} x {row['shape'][1]}" if 'shape' in row else '-'
+
+
+def _worst(stats: dict) -> str:
+    """A parity result (:func:`mmevt.deploy.parity.compare`'s keys) in a few words."""
+    words = {'box': 'boxes {:.1e} of the longer side', 'score': 'scores {:.1e}',
+             'mask': 'mask probabilities {:.1e}', 'probability': 'class scores {:.1e}',
+             'class_map': 'pixels of another class {:.1%}', 'top1': 'top-1 changed {:.1%}'}
+    parts = [fmt.format(stats[k]) for k, fmt in words.items() if k in stats]
+    if 'detections' in stats:
+        parts.append(f"{stats['matched']} of {stats['detections']} detections matched"
+                     + (f", {stats['unmatched']} unmatched" if stats['unmatched'] else '')
+                     + (f", {stats['degenerate']} empty boxes" if stats['degenerate'] else ''))
+    return ', '.join(parts)
+
+
+def onnx_section(rows: Sequence[dict]) -> List[str]:
+    """``mmevt-onnx --verify --benchmark N --jsonl`` rows: onnxruntime against PyTorch eager
+    per config and input size (a later row of a pair replaces an earlier)."""
+    latest = {(r['config'], tuple(r['shape'])): r for r in rows}
+    lines = machine_lines(latest.values(), ('onnxruntime', )) + [
+        '', '| config | input (H x W) | threads | onnxruntime ms | PyTorch ms | '
+        'PyTorch / onnxruntime | largest difference, batch 1 and 2 |',
+        '|---|---|---|---|---|---|---|']
+    for r in latest.values():
+        diff = f"{r['max_abs_diff']:.1e}" if 'max_abs_diff' in r else '-'
+        lines.append(f"| `{r['config']}` | {_hw(r)} | {_timing(r)} | {diff} |")
+    return lines
+
+
+def deploy_section(rows: Sequence[dict]) -> List[str]:
+    """``mmevt-deploy --verify --benchmark N --jsonl`` rows: onnxruntime against PyTorch per
+    model config, and the parity against both references (a later row replaces an
+    earlier)."""
+    latest = {(r['config'], r['deploy_config']): r for r in rows}
+    lines = machine_lines(latest.values(), ('onnxruntime', 'mmdeploy')) + [
+        '', '| config | input (H x W) | threads | onnxruntime ms | PyTorch ms | '
+        'PyTorch / onnxruntime | graph: largest difference | toolkit: agreement |',
+        '|---|---|---|---|---|---|---|---|']
+    for r in latest.values():
+        graph, toolkit = (_worst(r.get(k, {})) or '-' for k in ('graph', 'toolkit'))
+        lines.append(f"| `{r['config']}` | {_hw(r)} | {_timing(r)} | {graph} | {toolkit} |")
+    return lines
+
+
+def demo_table(run: dict) -> List[str]:
+    """The summary table ``tools/demo.py`` prints at the end of a run (``run``: its
+    ``summary.json``: ``det`` and ``seg`` metrics, ``background_only_mIoU``)."""
+    lines = ['| model | metric | value |', '|---|---|---|']
+    lines += [f'| Mask R-CNN, EVT | {k} | {v:.3f} |' for k, v in run['det'].items()]
+    lines += [f'| Semantic FPN, EVT | {k} | {v:.2f} |' for k, v in run['seg'].items()]
+    lines.append(f"| (background-only prediction) | mIoU | {run['background_only_mIoU']:.2f} |")
+    return lines
+
+
+def demo_section(rows: Sequence[dict]) -> List[str]:
+    """``tools/demo.py --jsonl`` rows (``make demo``): the last run's summary table."""
+    r = rows[-1]
+    return machine_lines([r]) + [
+        f"- {r['num_train']} train / {r['num_val']} validation images, Mask R-CNN "
+        f"{r['det_epochs']} epochs, Semantic FPN {r['seg_iters']} iterations; the whole run "
+        f"took {r['minutes']:.0f} min", ''] + demo_table(r)
+
+
+def checkpointing_table(rows: Sequence[dict]) -> List[str]:
+    """``tools/analysis/checkpointing.py``'s table: each arch's training step with and
+    without ``with_cp``, and the checkpointed one's time and memory over the plain one's (a
+    later row of a case replaces an earlier)."""
+    latest = {(r['arch'], tuple(r['shape']), bool(r['with_cp'])): r for r in rows}
+    lines = ['| arch | batch x H x W | with_cp | ms / step | peak MB | time vs off | '
+             'memory vs off |', '|---|---|---|---|---|---|---|']
+    for (arch, shape, cp), r in latest.items():
+        off = latest.get((arch, shape, False), r)
+        lines.append(f"| {arch} | {shape[0]} x {shape[2]} x {shape[3]} | {cp} | "
+                     f"{1e3 * r['seconds']:.0f} | {r['peak_mem_mb']:.0f} | "
+                     f"{r['seconds'] / off['seconds']:.2f} | "
+                     f"{r['peak_mem_mb'] / off['peak_mem_mb']:.2f} |")
+    return lines
+
+
+def checkpointing_section(rows: Sequence[dict]) -> List[str]:
+    """``tools/analysis/checkpointing.py --jsonl`` rows: its table under the machine."""
+    return machine_lines(rows) + [''] + checkpointing_table(rows)
+
+
+WRITES = {'dump': 'small json dump (put_text)', 'checkpoint': '4 MB checkpoint (put)'}
+
+
+def write_cost_table(rows: Sequence[dict]) -> List[str]:
+    """``tools/analysis/write_cost.py``'s table: the median time of each kind of write with
+    mmevt's ``atomic-local-writes`` patch off and on (a later row of a kind replaces an
+    earlier)."""
+    latest = {r['write']: r for r in rows}
+    lines = ['| write | mmengine (patch off) ms | atomic (patch on) ms | on / off |',
+             '|---|---|---|---|']
+    for kind, r in latest.items():
+        lines.append(f"| {WRITES.get(kind, kind)} | {1e3 * r['off_s']:.3f} | "
+                     f"{1e3 * r['on_s']:.3f} | {r['on_s'] / r['off_s']:.2f} |")
+    return lines
+
+
+def write_cost_section(rows: Sequence[dict]) -> List[str]:
+    """``tools/analysis/write_cost.py --jsonl`` rows: its table under the machine."""
+    return machine_lines(rows) + [''] + write_cost_table(rows)
+
+
+def _benchmark(name: str) -> Callable[[Sequence[dict]], List[str]]:
+    def render(rows: Sequence[dict]) -> List[str]:
+        from . import benchmark  # torch: only when a benchmark section is written
+        return (benchmark.compile_section if name == 'compile' else benchmark.table_section)(rows)
+    return render
+
+
+# section name -> how its rows become lines (the benchmark's sections are its own tables)
+RENDERERS: Dict[str, Callable[[Sequence[dict]], List[str]]] = {
+    **{name: _benchmark(name) for name in ('latency', 'scaling', 'train', 'compile',
+                                           'ablations-224', 'ablations-512')},
+    'onnx': onnx_section, 'deploy': deploy_section, 'demo': demo_section,
+    'checkpointing': checkpointing_section, 'write-cost': write_cost_section}
+
+
+def section_lines(name: str, rows: Sequence[dict]) -> List[str]:
+    """The lines of section ``name`` from its records.
+
+    Raises:
+        ValueError: no renderer is known for ``name``, or it has no rows.
+    """
+    if name not in RENDERERS:
+        raise ValueError(f'no renderer for docs section {name!r}; known: {sorted(RENDERERS)}')
+    if not rows:
+        raise ValueError(f'docs section {name!r} has no records')
+    return RENDERERS[name](rows)
+
+
+def pages(repo: str) -> List[str]:
+    """The Markdown files of ``repo`` that may hold sections: the README and ``docs/``."""
+    return [osp.join(repo, 'README.md')] + sorted(glob.glob(osp.join(repo, 'docs', '*.md')))
+
+
+def sections(repo: str) -> Dict[str, str]:
+    """Section name -> the page (relative to ``repo``) that holds it.
+
+    Raises:
+        ValueError: two pages hold the same section.
+    """
+    found: Dict[str, str] = {}
+    for page in pages(repo):
+        with open(page) as f:
+            for name in BEGIN.findall(f.read()):
+                if name in found:
+                    raise ValueError(f'section {name!r} is in {found[name]} and '
+                                     f'{osp.relpath(page, repo)}')
+                found[name] = osp.relpath(page, repo)
+    return found
+
+
+def write_docs(repo: str, check: bool = False, only: Optional[Sequence[str]] = None
+               ) -> List[str]:
+    """Rewrite every section of ``repo``'s pages (or the sections ``only`` names) from
+    ``docs/records/NAME.jsonl``.
+
+    Args:
+        repo (str): the source checkout.
+        check (bool): only compare, write nothing. Defaults to False.
+        only (Sequence[str], optional): section names. Defaults to None (all).
+
+    Returns:
+        list[str]: the pages (relative to ``repo``) that changed (with ``check``: differ).
+
+    Raises:
+        ValueError: a section without records, a records file without a section, or a name
+            in ``only`` no page holds.
+    """
+    found = sections(repo)
+    kept = {osp.splitext(osp.basename(p))[0]
+            for p in glob.glob(osp.join(repo, RECORDS, '*.jsonl'))}
+    if set(found) != kept:
+        raise ValueError(f'sections without records: {sorted(set(found) - kept)}; records '
+                         f'without a section: {sorted(kept - set(found))} (in {RECORDS})')
+    names = list(only or found)
+    unknown = [n for n in names if n not in found]
+    if unknown:
+        raise ValueError(f'no page holds the sections {unknown}; they are {sorted(found)}')
+    changed = []
+    for page in dict.fromkeys(found[n] for n in names):
+        path = osp.join(repo, page)
+        with open(path) as f:
+            old = f.read()
+        new = old
+        for name in (n for n in names if found[n] == page):
+            rows = read_rows(osp.join(repo, RECORDS, f'{name}.jsonl'))
+            new = splice_section(new, section_lines(name, rows), name)
+        if new != old:
+            changed.append(page)
+            if not check:
+                with open(path, 'w') as f:
+                    f.write(new)
+    return changed
+
+
+__all__ = ['COMMAND', 'RENDERERS', 'checkpointing_section', 'checkpointing_table',
+           'demo_section', 'demo_table', 'deploy_section', 'machine_lines',
+           'onnx_section', 'section_lines', 'section_markers', 'sections', 'splice_section',
+           'write_cost_section', 'write_cost_table', 'write_docs']

@@ -1,0 +1,37 @@
+#!/usr/bin/env python
+"""Rewrite the docs' measured tables from the records in ``docs/records/``.
+
+    python tools/analysis/records_to_docs.py           # every section of every page
+    python tools/analysis/records_to_docs.py demo onnx # only these sections
+    python tools/analysis/records_to_docs.py --check   # exit 1 naming the pages that differ
+
+A section ``NAME`` is written from ``docs/records/NAME.jsonl`` (what the measuring
+command's ``--jsonl`` appended); the logic is :mod:`mmevt.analysis.docs_sections`.
+"""
+import argparse
+import os.path as osp
+import sys
+
+from mmevt.analysis.docs_sections import write_docs
+
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('sections', nargs='*', help='section names (default: all)')
+    parser.add_argument('--check', action='store_true', help='write nothing; exit 1 when a '
+                        'page differs from its records')
+    args = parser.parse_args()
+    try:
+        changed = write_docs(REPO, args.check, args.sections or None)
+    except ValueError as e:
+        sys.exit(f'records_to_docs: {e}')
+    if args.check and changed:
+        sys.exit(f"stale sections in {', '.join(changed)}: run {__file__.split(REPO + '/')[-1]}")
+    print(f"wrote {', '.join(changed)}" if changed and not args.check
+          else 'the docs sections are up to date')
+
+
+if __name__ == '__main__':
+    main()
