@@ -1,9 +1,13 @@
 """Sphinx configuration of mmevt's documentation (Markdown pages through myst-parser, as the
 OpenMMLab projects do). Build: ``make docs`` (warnings are errors); the site lands in
 ``docs/_build/html``. ``tests/test_docs_site.py`` builds it too."""
+import contextlib
+import glob
 import importlib
 import inspect
+import io
 import os.path as osp
+import runpy
 import sys
 from typing import Dict, List
 
@@ -115,7 +119,55 @@ class PublicAPI(SphinxDirective):
         return node.children
 
 
+# tools/ scripts that are not a user's command: run by tools/bootstrap.sh with its own usage
+NOT_COMMANDS = {'tools/build_mmaction2_wheel.py'}
+
+
+def commands() -> List[str]:
+    """The command-line tools (``tools/**/*.py`` relative to the repository, the folder's
+    own scripts first), each an argparse program."""
+    found = sorted(glob.glob(osp.join(REPO, 'tools', '*.py')) +
+                   glob.glob(osp.join(REPO, 'tools', '*', '*.py')),
+                   key=lambda p: (p.count(osp.sep), p))
+    return [osp.relpath(p, REPO) for p in found if osp.relpath(p, REPO) not in NOT_COMMANDS]
+
+
+def command_help(path: str) -> str:
+    """What ``python PATH --help`` prints: the tool run in this process (one torch import
+    for all), its argument parser's own help."""
+    argv, out = sys.argv, io.StringIO()
+    sys.argv = [osp.basename(path), '--help']
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            runpy.run_path(osp.join(REPO, path), run_name='__main__')
+    except SystemExit as e:
+        if e.code not in (0, None):
+            raise RuntimeError(f'{path} --help exited with {e.code}: {out.getvalue()}')
+    finally:
+        sys.argv = argv
+    if 'usage:' not in out.getvalue():
+        raise RuntimeError(f'{path} --help printed no usage: {out.getvalue()[:500]!r}')
+    return out.getvalue()
+
+
+class CommandLineTools(SphinxDirective):
+    """``mmevt-tools``: a section per tool of :func:`commands` with its ``--help``."""
+
+    def run(self):
+        lines = []
+        for path in commands():
+            lines += [path, '-' * len(path), '', '.. code-block:: text', '']
+            lines += ['   ' + line for line in command_help(path).rstrip().splitlines()]
+            lines.append('')
+        node = nodes.section()
+        node.document = self.state.document
+        self.state.nested_parse(StringList(lines, source='mmevt-tools'), 0, node,
+                                match_titles=True)
+        return node.children
+
+
 def setup(app):
     app.add_directive('mmevt-api', PublicAPI)
+    app.add_directive('mmevt-tools', CommandLineTools)
     return {'parallel_read_safe': True}
 

@@ -149,6 +149,17 @@ def test_the_site_builds_with_every_page_and_the_api(site):
                  'mmevt.engine.PreemptionCheckpointHook', 'mmevt.analysis.count_flops'):
         assert api.count(f'id="{name}"') == 1, name
     assert 'id="mmevt.models.EVT"' not in api  # re-exported: documented once, under mmevt
+    # the tools' reference: every command's --help, from its parser
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('docs_conf', osp.join(DOCS, 'conf.py'))
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    tools = (site / 'tools.html').read_text()
+    assert 'tools/analysis/records_to_docs.py' in conf.commands()
+    for path in conf.commands():  # a section each, its heading's id made from the path
+        assert f'id="{re.sub(r"[/._]", "-", path)}"' in tools, path
+    assert tools.count('usage:') == len(conf.commands())
+    assert '--jsonl' in tools and 'tools/build_mmaction2_wheel.py' not in tools
     # a GitHub-style anchor became a link to the heading's id
     faq = (site / 'faq.html').read_text()
     assert 'troubleshooting.html#a-toolkit-s-own-tools-train-py-cannot-read-a-config-with-a-pkg-base' in faq
