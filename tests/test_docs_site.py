@@ -190,8 +190,9 @@ MEASUREMENT = re.compile(
     r'(?:ms|s|sec|seconds?|min|minutes?|h|hours?|days?|[KMGT]i?B|%|[GM]FLOPs?|[GM]MACs?|'
     r'img/s|it/s|tests?|passed|failed)(?!\w)'
     r'|\b\d+(?:\.\d+)?x (?:faster|slower|more|less|fewer)\b|\b\d+\.\d+x\b'
-    r'|\b(?:mAP|mIoU|AP|AR|mAcc|aAcc|top-1|top1|accuracy)(?:\s*@?\.?\d+)?\s*(?:of|=|:|is)?\s*'
-    r'\d+\.\d+|\bloss(?:es)?\b(?:\s+\w+){0,3}?\s+(?:from\s+)?\d+\.\d+',
+    r'|(?<![A-Za-z])(?:mAP|mIoU|AP|AR|mAcc|aAcc|top-1|top1|accuracy)(?:\s*@?\.?\d+)?\s*'
+    r'(?:of|=|:|is)?\s*\d+\.\d+'
+    r'|\bloss(?:es)?\b(?!\s+(?:weights?|scales?)\b)(?:\s+\w+){0,3}?\s+(?:from\s+)?\d+\.\d+',
     re.I)
 # the words that make a number with a unit a setting: "default 120 s", "a timeout of 30 s"
 SETTING = re.compile(r'\b(?:default|timeout|time limit|limits?|minimum|maximum|at most|up to|'
@@ -206,18 +207,22 @@ DIFFERENCE = re.compile(r'\b\d\.\d+e[-+]?\d+\b', re.I)
 # ratio (" / "), a metric or a difference; a row naming a metric makes its numbers metrics
 MEASURED_COLUMN = re.compile(
     r'\b(?:ms|s|min|seconds?|minutes?|[KMGT]i?B|img/s|images/s|it/s|GFLOP/s|latency|'
-    r'throughput|memory|speed-?up|difference)\b|%| / |' + r'\b(?:mAP|mIoU|mAcc|aAcc|AP|AR|'
-    r'top-?[15]|acc(?:uracy)?|loss)\b', re.I)
-METRIC_ROW = re.compile(r'\b(?:mAP|mIoU|mAcc|aAcc|AP|AR|top-?[15]|acc(?:uracy)?|loss)\b')
+    r'throughput|memory|speed-?up|difference|time|fps)\b|%| / |'
+    r'(?<![A-Za-z])(?:mAP|mIoU|mAcc|aAcc|AP|AR|top-?[15]|acc(?:uracy)?|loss)\b', re.I)
+METRIC_ROW = re.compile(r'(?<![A-Za-z])(?:mAP|mIoU|mAcc|aAcc|AP|AR|top-?[15]|acc(?:uracy)?|'
+                        r'loss)\b', re.I)
 NUMBER_CELL = re.compile(r'^[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?\s*(?:x|%)?'
                          r'(?:\s*/\s*[-+]?\d[\d,]*(?:\.\d+)?)*$')
 TABLE = re.compile(r'^\|(.*)\|[ \t]*\n\|[-:| \t]+\|[ \t]*\n((?:\|.*\|[ \t]*(?:\n|$))*)', re.M)
-GENERATED = re.compile(r'<!-- (\S[^:>]*): written by .*?-->.*?<!-- end of \1 -->', re.S)
+# a table a checked generator wrote: the records' sections (tests/test_docs_tables.py checks
+# them up to date, as it checks the complexity tables)
+GENERATED = re.compile(r'<!-- (\S[^:>]*): written by (?:tools/analysis/records_to_docs\.py|'
+                       r'tools/analysis/complexity\.py --write) -->.*?<!-- end of \1 -->', re.S)
 SENTENCE = re.compile(r'(?<=[.;!?])\s+(?=[A-Z(*`"])|\n(?=\s*(?:[-*|]|\d+\.)\s)|\n\s*\n')
 
 
-# the opening line of a fenced block of printed output (no language, ``text``, ``console``)
-OUTPUT = re.compile(r'^(?:```|~~~)(?:text|console)?[ \t]*\n')
+# the opening line of a fenced block of printed output (no language, text, console, log)
+OUTPUT = re.compile(r'^(?:```|~~~)(?:text|console|log|output)?[ \t]*\n')
 
 
 def measurements(text: str) -> List[str]:
@@ -292,6 +297,10 @@ def test_the_measurement_rule_finds_what_it_must():
         ['35 min', '62.1 ms', '1.3x faster', '759 tests', 'mAP 0.895']
     assert measurements('the loss falls from 0.0159 to 0.0025; AP .5 1.000, AR 0.975') == \
         ['loss falls from 0.0159', 'AP .5 1.000', 'AR 0.975']
+    assert measurements('it printed coco/bbox_mAP: 0.854; a loss weight of 0.5') == \
+        ['mAP: 0.854']
+    assert measurements('| model | metric | value | time vs off |\n|---|---|---|---|\n'
+                        '| EVT | Top-1 | 81.2 | 1.22 |\n') == ['value: 81.2', 'time vs off: 1.22']
     assert measurements('OCRNet (HRNet-18s), ResNet-50') == []
     assert measurements('it saves 30% for 22 % more time') == ['30%', '22 %']
     assert measurements('a 3x schedule at 1333 x 800, 1.23x the memory') == ['1.23x']
@@ -301,8 +310,11 @@ def test_the_measurement_rule_finds_what_it_must():
     # a setting is not
     assert measurements('Slurm waits (default 120 s) before a requeue. The paper gives '
                         'about 18.2 GFLOPs. A timeout of 30 s; it took 40 s.') == ['40 s']
-    assert measurements('<!-- t: written by `tools/x.py --write` -->\n| a | 3 ms |\n'
-                        '<!-- end of t -->\nMeasured: 4 ms.') == ['4 ms']
+    assert measurements('<!-- t section: written by tools/analysis/records_to_docs.py -->\n'
+                        '| a | 3 ms |\n<!-- end of t section -->\nMeasured: 4 ms.') == ['4 ms']
+    # a table of another "generator" is no exception
+    assert measurements('<!-- t: written by hand -->\n| a | 3 ms |\n<!-- end of t -->') == \
+        ['3 ms']
     # a table's numbers under a unit, a ratio or a metric, or in a row naming a metric; a
     # measured difference anywhere; settings (an input size, a batch, "1e-4") are not
     assert measurements('| model | input | onnxruntime (ms) | eager / ort | img/GPU |\n'

@@ -94,7 +94,8 @@ def test_tool_exports_a_backbone_per_size_and_keeps_existing_files(tmp_path):
     # RMT's decomposed MaSA and full MaSA through the command line, --verify at batch 1, 2
     args = ['tools/deployment/pytorch2onnx.py', DET, '--backbone-only', '--shape', '64', '64',
             '--shape', '64', '96', '--out-dir', str(tmp_path / 'out'), '--verify',
-            '--jsonl', str(tmp_path / 'onnx.jsonl'), '--cfg-options', 'model.backbone.arch=rmt-test']
+            '--jsonl', str(tmp_path / 'onnx.jsonl'),
+            '--cfg-options', 'model.backbone.arch=rmt-test']
     log = run_tool(*args)
     # --jsonl: one records row per file, the printed difference
     from mmevt.analysis.records import read_rows

@@ -132,10 +132,6 @@ def test_decay_and_group_pictures_on_the_photo(tmp_path, capsys):
             tool.main(args + ['--out', str(tmp_path / 'x.png')])
         assert message in capsys.readouterr().err
     assert not osp.exists(tmp_path / 'x.png')
-    # the tool's old path forwards to it
-    _tool(osp.join('tools', 'visualize_attention.py')).main(
-        ['decay', '--heads', '2', '--image', 'none', '--out', str(tmp_path / 'old.png')])
-    _png_ok(tmp_path / 'old.png')
 
 
 @pytest.mark.e2e

@@ -149,11 +149,11 @@ def main() -> None:
     if args.jsonl:
         import torch
 
-        from mmevt.analysis.records import append_row, device_name
+        from mmevt.analysis.records import append_row, machine
+        device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')  # the runner's
         append_row(args.jsonl, {k: v for k, v in summary.items() if k != 'work_dir'},
                    num_train=args.num_train, num_val=args.num_val, det_epochs=args.det_epochs,
-                   seg_iters=args.seg_iters, device=device_name(torch.device('cpu')),
-                   torch=torch.__version__)
+                   seg_iters=args.seg_iters, **machine(device))
     from mmevt.analysis.docs_sections import demo_table
     print('\n' + '\n'.join(demo_table(summary)))
     print(f"\npredictions drawn in {work}/*_test/predictions/, attention pictures in "

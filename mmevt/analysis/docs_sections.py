@@ -8,10 +8,10 @@ as tables a command writes from records. A page holds each table between two com
     <!-- end of NAME section -->
 
 and ``docs/records/NAME.jsonl`` holds the rows the measuring command appended with its
-``--jsonl`` option (``tools/analysis/benchmark.py``, ``checkpointing.py``, ``write_cost.py``, ``mmevt-onnx``,
-``mmevt-deploy``, ``tools/demo.py``). :func:`write_docs` rewrites every section of every page from its
-records (``--check``: says which differ, writes nothing; a test runs it). :data:`RENDERERS`
-says how a section's rows become lines.
+``--jsonl`` option (``tools/analysis/benchmark.py``, ``checkpointing.py``,
+``write_cost.py``, ``mmevt-onnx``, ``mmevt-deploy``, ``tools/demo.py``). :func:`write_docs`
+rewrites every section of every page from its records (``--check``: says which differ,
+writes nothing; a test runs it). :data:`RENDERERS` says how a section's rows become lines.
 """
 import glob
 import os.path as osp
@@ -30,22 +30,43 @@ def section_markers(name: str) -> Tuple[str, str]:
     return (f'<!-- {name} section: written by {COMMAND} -->', f'<!-- end of {name} section -->')
 
 
-def splice_section(text: str, lines: Sequence[str], name: str) -> str:
-    """``text`` with ``lines`` put between section ``name``'s markers (what was there goes).
+def splice(text: str, lines: Sequence[str], markers: Tuple[str, str],
+           where: str = 'the text') -> str:
+    """``text`` with ``lines`` put between two marker lines (what was there goes): how every
+    generated table of the docs is written, these sections and the complexity tables.
+
+    Args:
+        text (str): the page.
+        lines (Sequence[str]): the new content.
+        markers (tuple[str, str]): the line before and the line after it.
+        where (str): the page's name in the error. Defaults to 'the text'.
 
     Raises:
         ValueError: ``text`` lacks the markers, holds them twice or in the wrong order.
     """
-    begin, end = section_markers(name)
+    begin, end = markers
     if text.count(begin) != 1 or text.count(end) != 1 or text.index(end) < text.index(begin):
-        raise ValueError(f'section {name!r} needs one {begin!r} line and one {end!r} after it')
+        raise ValueError(f'{where} needs one {begin!r} line and one {end!r} after it')
     head, rest = text.split(begin)
     return head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + rest.split(end)[1]
 
 
+def splice_section(text: str, lines: Sequence[str], name: str) -> str:
+    """``text`` with ``lines`` as section ``name`` (:func:`splice` between its markers)."""
+    return splice(text, lines, section_markers(name), f'section {name!r}')
+
+
 def machine_lines(rows: Sequence[dict], versions: Sequence[str] = ()) -> List[str]:
-    """One line per machine in ``rows`` (device, torch and the ``versions`` rows hold), in
-    the order the rows came."""
+    """One line per machine of ``rows``, in the order the rows came.
+
+    Args:
+        rows (Sequence[dict]): records with ``device`` and ``torch``.
+        versions (Sequence[str]): more version fields to name where rows hold them.
+            Defaults to none.
+
+    Returns:
+        list[str]: markdown list items.
+    """
     machines: Dict[str, None] = {}
     for r in rows:
         parts = [r.get('device', 'device not recorded'), f"torch {r.get('torch', '?')}"]
@@ -63,6 +84,7 @@ def _timing(row: dict) -> str:
 
 
 def _hw(row: dict) -> str:
+    """The input size as a table cell ('-' where not recorded)."""
     return f"{row['shape'][0]} x {row['shape'][1]}" if 'shape' in row else '-'
 
 
@@ -82,14 +104,14 @@ def _worst(stats: dict) -> str:
 def onnx_section(rows: Sequence[dict]) -> List[str]:
     """``mmevt-onnx --verify --benchmark N --jsonl`` rows: onnxruntime against PyTorch eager
     per config and input size (a later row of a pair replaces an earlier)."""
-    latest = {(r['config'], tuple(r['shape'])): r for r in rows}
-    lines = machine_lines(latest.values(), ('onnxruntime', )) + [
-        '', '| config | input (H x W) | threads | onnxruntime ms | PyTorch ms | '
+    latest = {(r['config'], r['kind'], tuple(r['shape'])): r for r in rows}
+    lines = machine_lines(list(latest.values()), ('onnxruntime', )) + [
+        '', '| config | exported | input (H x W) | threads | onnxruntime ms | PyTorch ms | '
         'PyTorch / onnxruntime | largest difference, batch 1 and 2 |',
-        '|---|---|---|---|---|---|---|']
+        '|---|---|---|---|---|---|---|---|']
     for r in latest.values():
         diff = f"{r['max_abs_diff']:.1e}" if 'max_abs_diff' in r else '-'
-        lines.append(f"| `{r['config']}` | {_hw(r)} | {_timing(r)} | {diff} |")
+        lines.append(f"| `{r['config']}` | {r['kind']} | {_hw(r)} | {_timing(r)} | {diff} |")
     return lines
 
 
@@ -98,7 +120,7 @@ def deploy_section(rows: Sequence[dict]) -> List[str]:
     model config, and the parity against both references (a later row replaces an
     earlier)."""
     latest = {(r['config'], r['deploy_config']): r for r in rows}
-    lines = machine_lines(latest.values(), ('onnxruntime', 'mmdeploy')) + [
+    lines = machine_lines(list(latest.values()), ('onnxruntime', 'mmdeploy')) + [
         '', '| config | input (H x W) | threads | onnxruntime ms | PyTorch ms | '
         'PyTorch / onnxruntime | graph: largest difference | toolkit: agreement |',
         '|---|---|---|---|---|---|---|---|']
@@ -119,7 +141,8 @@ def demo_table(run: dict) -> List[str]:
 
 
 def demo_section(rows: Sequence[dict]) -> List[str]:
-    """``tools/demo.py --jsonl`` rows (``make demo``): the last run's summary table."""
+    """``tools/demo.py --jsonl`` rows (what ``make demo`` runs, recorded): the last run's
+    summary table."""
     r = rows[-1]
     return machine_lines([r]) + [
         f"- {r['num_train']} train / {r['num_val']} validation images, Mask R-CNN "
@@ -145,7 +168,8 @@ def checkpointing_table(rows: Sequence[dict]) -> List[str]:
 
 def checkpointing_section(rows: Sequence[dict]) -> List[str]:
     """``tools/analysis/checkpointing.py --jsonl`` rows: its table under the machine."""
-    return machine_lines(rows) + [''] + checkpointing_table(rows)
+    latest = {(r['arch'], tuple(r['shape']), bool(r['with_cp'])): r for r in rows}
+    return machine_lines(list(latest.values())) + [''] + checkpointing_table(rows)
 
 
 WRITES = {'dump': 'small json dump (put_text)', 'checkpoint': '4 MB checkpoint (put)'}
@@ -166,12 +190,13 @@ def write_cost_table(rows: Sequence[dict]) -> List[str]:
 
 def write_cost_section(rows: Sequence[dict]) -> List[str]:
     """``tools/analysis/write_cost.py --jsonl`` rows: its table under the machine."""
-    return machine_lines(rows) + [''] + write_cost_table(rows)
+    latest = {r['write']: r for r in rows}
+    return machine_lines(list(latest.values())) + [''] + write_cost_table(rows)
 
 
 def _benchmark(name: str) -> Callable[[Sequence[dict]], List[str]]:
     def render(rows: Sequence[dict]) -> List[str]:
-        from . import benchmark  # torch: only when a benchmark section is written
+        from . import benchmark  # the models' builders: only for a benchmark section
         return (benchmark.compile_section if name == 'compile' else benchmark.table_section)(rows)
     return render
 
@@ -233,19 +258,20 @@ def write_docs(repo: str, check: bool = False, only: Optional[Sequence[str]] = N
         list[str]: the pages (relative to ``repo``) that changed (with ``check``: differ).
 
     Raises:
-        ValueError: a section without records, a records file without a section, or a name
-            in ``only`` no page holds.
+        ValueError: a section written without records, a records file without a section
+            (when all are written), or a name in ``only`` no page holds.
     """
     found = sections(repo)
     kept = {osp.splitext(osp.basename(p))[0]
             for p in glob.glob(osp.join(repo, RECORDS, '*.jsonl'))}
-    if set(found) != kept:
-        raise ValueError(f'sections without records: {sorted(set(found) - kept)}; records '
-                         f'without a section: {sorted(kept - set(found))} (in {RECORDS})')
     names = list(only or found)
     unknown = [n for n in names if n not in found]
     if unknown:
         raise ValueError(f'no page holds the sections {unknown}; they are {sorted(found)}')
+    missing, stray = sorted(set(names) - kept), sorted(kept - set(found)) if not only else []
+    if missing or stray:
+        raise ValueError(f'sections without records: {missing}; records without a section: '
+                         f'{stray} (in {RECORDS})')
     changed = []
     for page in dict.fromkeys(found[n] for n in names):
         path = osp.join(repo, page)
@@ -264,6 +290,6 @@ def write_docs(repo: str, check: bool = False, only: Optional[Sequence[str]] = N
 
 
 __all__ = ['COMMAND', 'RENDERERS', 'checkpointing_section', 'checkpointing_table',
-           'demo_section', 'demo_table', 'deploy_section', 'machine_lines',
+           'demo_section', 'demo_table', 'splice', 'deploy_section', 'machine_lines',
            'onnx_section', 'section_lines', 'section_markers', 'sections', 'splice_section',
            'write_cost_section', 'write_cost_table', 'write_docs']

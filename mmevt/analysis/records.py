@@ -35,6 +35,11 @@ def device_name(device: torch.device) -> str:
     return f'CPU ({cpu_model()}, {torch.get_num_threads()} threads)'
 
 
+def machine(device: torch.device) -> Dict[str, str]:
+    """The ``device`` and ``torch`` fields of a record: where it was measured."""
+    return dict(device=device_name(device), torch=torch.__version__)
+
+
 def package_versions(names=VERSIONED) -> Dict[str, Optional[str]]:
     """Installed version of each package (None: not installed)."""
     versions = {}

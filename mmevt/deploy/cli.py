@@ -19,7 +19,9 @@ import os.path as osp
 import time
 from typing import Dict, List, Optional
 
-from ..analysis.records import append_row, device_name, package_versions
+import torch
+
+from ..analysis.records import append_row, cpu_model, package_versions
 from ..utils.user_errors import exit_on_user_error
 from .mmdeploy_export import default_image, export_mmdeploy, load_configs
 from .onnx_export import default_name, export_onnx, load_model
@@ -32,15 +34,27 @@ JSONL_HELP = ('append what --verify / --benchmark measured to this JSON-lines re
               '(docs/records/: tools/analysis/records_to_docs.py writes the docs from it)')
 
 
+def _as_given(path: str) -> str:
+    """``path`` relative to the working directory (the repository root, run as the docs
+    show), so records of the same file from two runs name it alike."""
+    return osp.normpath(osp.relpath(path) if osp.isabs(path) else path)
+
+
 def record(path: Optional[str], config: str, **measured) -> None:
-    """Append one row to the records file ``path`` (None: nothing): the config as given
-    (relative to the working directory), what was measured, the machine and versions."""
-    import torch
+    """Append one row to the records file ``path`` (None: nothing).
+
+    Args:
+        path (str, optional): the JSON-lines file (``--jsonl``).
+        config (str): the model config.
+        **measured: what was measured (``threads`` among them where timed).
+
+    The row names the CPU (its threads are the ``threads`` column), torch, onnxruntime and
+    mmdeploy.
+    """
     versions = package_versions(('onnxruntime', 'mmdeploy'))
-    append_row(path, dict(measured, device=device_name(torch.device('cpu')),
-                          torch=torch.__version__, onnxruntime=versions['onnxruntime'],
-                          mmdeploy=versions['mmdeploy']),
-               config=osp.relpath(config) if osp.isabs(config) else osp.normpath(config))
+    append_row(path, dict(measured, device=f'CPU ({cpu_model()})', torch=torch.__version__,
+                          onnxruntime=versions['onnxruntime'], mmdeploy=versions['mmdeploy']),
+               config=_as_given(config))
 
 
 # ------------------------------------------------------------------ mmevt-onnx
@@ -180,7 +194,7 @@ def deploy_main(argv: Optional[List[str]] = None) -> str:
               f"{t['torch_ms']:.1f} ms")
         measured.update(t, rounds=args.benchmark, shape=list(ref.inputs.shape[2:]))
     if measured:
-        record(args.jsonl, args.model_config, deploy_config=osp.normpath(args.deploy_config),
+        record(args.jsonl, args.model_config, deploy_config=_as_given(args.deploy_config),
                seed=args.seed, checkpoint=args.checkpoint, **measured)
     return out
 

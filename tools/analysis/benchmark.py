@@ -37,7 +37,7 @@ from mmevt.analysis.benchmark import (DEFAULT_ARCHS, SWIN_SIZES, Job,  # noqa
                                       matmul_peak, measure, row_name, run_jobs,
                                       saved_per_image,
                                       summarise, table_header)
-from mmevt.analysis.records import append_row, device_name
+from mmevt.analysis.records import append_row, device_name, machine
 
 build = build_backbone  # the names this script had (other tools load it as a module)
 
@@ -124,9 +124,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 v.source, v.with_cp)
             for v in variants for case, shape, train in cases
             for dtype in args.dtype for comp in compiled]
-    machine = dict(device=device_name(device), torch=torch.__version__)
+    where = machine(device)  # every row's device, torch and the run's matmul peak
     if peak is not None:
-        machine.update(matmul_gflops_per_s=peak['gflops_per_s'], matmul_n=peak['n'])
+        where.update(matmul_gflops_per_s=peak['gflops_per_s'], matmul_n=peak['n'])
     rows: List[dict] = []
     if args.saved_only:  # one row per model, case and dtype, each written when counted
         for v in variants:
@@ -136,7 +136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                                compiled=False, attn_impl=v.attn_impl,
                                **({'with_cp': True} if v.with_cp else {}),
                                **saved_per_image(v.model_for(shape), device, shape, dtype),
-                               **machine)
+                               **where)
                     rows.append(row)
                     print(f"| {row_name(row)} | {case} | {dtype} | batch 1: "
                           f"{row['saved_mib_batch1']:.1f} MiB | batch 2: "
@@ -154,7 +154,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     def done(job: Job, runs: List[Dict[str, float]]) -> None:
         extra = dict(extras[(job.name, job.attn_impl, job.with_cp, job.case, job.dtype)])
-        rows.append(summarise(job, runs, {**extra, **machine}))
+        rows.append(summarise(job, runs, {**extra, **where}))
         print(format_row(rows[-1], **columns), flush=True)
         append_row(args.jsonl, rows[-1], step=args.tag)
 

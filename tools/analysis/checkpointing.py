@@ -18,7 +18,7 @@ import torch
 
 from mmevt.analysis.benchmark import measure
 from mmevt.analysis.docs_sections import checkpointing_table
-from mmevt.analysis.records import append_row, device_name
+from mmevt.analysis.records import append_row, device_name, machine
 
 
 def main(argv=None) -> None:
@@ -57,7 +57,7 @@ def main(argv=None) -> None:
         for cp, (sec, mem) in med.items():
             rows.append(dict(arch=arch, case='train', shape=list(shape), dtype='fp32',
                              compiled=False, with_cp=cp, seconds=sec, peak_mem_mb=mem,
-                             device=device_name(device), torch=torch.__version__))
+                             **machine(device)))
             append_row(args.jsonl, rows[-1], step=args.tag)
     print('\n'.join(checkpointing_table(rows)))
 

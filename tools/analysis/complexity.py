@@ -168,19 +168,15 @@ def table_markers(name: str) -> Tuple[str, str]:
 
 
 def splice_tables(text: str, tables: Dict[str, List[str]], doc: str = 'the text') -> str:
-    """``text`` with each table of ``tables`` put between its markers (what was there goes).
+    """``text`` with each table of ``tables`` put between its markers (what was there goes;
+    :func:`mmevt.analysis.docs_sections.splice`).
 
     Raises:
         ValueError: ``text`` lacks a table's markers, holds them twice or in the wrong order.
     """
+    from mmevt.analysis.docs_sections import splice
     for name, lines in tables.items():
-        begin, end = table_markers(name)
-        if text.count(begin) != 1 or text.count(end) != 1 or text.index(end) < text.index(begin):
-            raise ValueError(f'{doc} needs the {name} table between one {begin!r} line and '
-                             f'one {end!r} line after it')
-        head, rest = text.split(begin)
-        tail = rest.split(end)[1]
-        text = head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + tail
+        text = splice(text, lines, table_markers(name), f'{doc} (the {name} table)')
     return text
 
 

@@ -64,11 +64,11 @@ def main() -> None:
     import torch
 
     from mmevt.analysis.docs_sections import write_cost_table
-    from mmevt.analysis.records import append_row, device_name
+    from mmevt.analysis.records import append_row, machine
     rows = [dict(write=kind, off_s=statistics.median(t[kind] for t in times[False]),
                  on_s=statistics.median(t[kind] for t in times[True]), dumps=args.dumps,
                  checkpoints=args.checkpoints, rounds=args.rounds,
-                 device=device_name(torch.device('cpu')), torch=torch.__version__)
+                 **machine(torch.device('cpu')))
             for kind in ('dump', 'checkpoint')]
     for row in rows:
         append_row(args.jsonl, row)
