@@ -249,6 +249,7 @@ def test_tool_deploys_a_classifier_with_a_dynamic_batch(tmp_path):
     assert row['config'] == osp.relpath(CLASSIFIER, REPO) and row['shape'] == [128, 128]
     assert (f"{row['ort_ms']:.1f}", f"{row['torch_ms']:.1f}") == (timing[1], timing[2])
     assert row['graph']['top1'] == 0 and row['batches'] == [1, 2] and row['threads'] == 1
+    assert row['cfg_options']['test_pipeline.2.crop_size'] == 128  # the run's overrides too
     assert deploy_section([row])[-1].startswith(f"| `{row['config']}` | 128 x 128 | 1 |")
     assert "onnxruntime vs mmpretrain's own predict: probability" in log
     graph = onnx.load(str(tmp_path / 'work' / 'end2end.onnx')).graph

@@ -32,7 +32,8 @@ def device_name(device: torch.device) -> str:
     """The GPU's name, or the CPU's model with the threads torch uses."""
     if device.type == 'cuda':
         return torch.cuda.get_device_name(device)
-    return f'CPU ({cpu_model()}, {torch.get_num_threads()} threads)'
+    threads = torch.get_num_threads()
+    return f"CPU ({cpu_model()}, {threads} thread{'s' if threads != 1 else ''})"
 
 
 def machine(device: torch.device) -> Dict[str, str]:

@@ -195,7 +195,8 @@ def deploy_main(argv: Optional[List[str]] = None) -> str:
         measured.update(t, rounds=args.benchmark, shape=list(ref.inputs.shape[2:]))
     if measured:
         record(args.jsonl, args.model_config, deploy_config=_as_given(args.deploy_config),
-               seed=args.seed, checkpoint=args.checkpoint, **measured)
+               seed=args.seed, checkpoint=args.checkpoint,
+               cfg_options=dict(args.cfg_options or {}), **measured)
     return out
 
 
