@@ -159,7 +159,7 @@ def test_the_site_builds_with_every_page_and_the_api(site):
     for path in conf.commands():  # a section each, its heading's id made from the path
         assert f'id="{re.sub(r"[/._]", "-", path)}"' in tools, path
     assert tools.count('usage:') == len(conf.commands())
-    assert '--jsonl' in tools and 'tools/build_mmaction2_wheel.py' not in tools
+    assert '--jsonl' in tools and 'id="tools-build-mmaction2-wheel-py"' not in tools
     # a GitHub-style anchor became a link to the heading's id
     faq = (site / 'faq.html').read_text()
     assert 'troubleshooting.html#a-toolkit-s-own-tools-train-py-cannot-read-a-config-with-a-pkg-base' in faq
