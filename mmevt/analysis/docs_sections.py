@@ -51,6 +51,18 @@ def splice(text: str, lines: Sequence[str], markers: Tuple[str, str],
     return head + begin + '\n\n' + '\n'.join(lines) + '\n\n' + end + rest.split(end)[1]
 
 
+def rewrite_page(path: str, edit: Callable[[str], str], check: bool = False) -> bool:
+    """Apply ``edit`` to the text of the page ``path``; write it back when it changed,
+    unless ``check``. Returns whether it changed (with ``check``: differs)."""
+    with open(path) as f:
+        old = f.read()
+    new = edit(old)
+    if new != old and not check:
+        with open(path, 'w') as f:
+            f.write(new)
+    return new != old
+
+
 def splice_section(text: str, lines: Sequence[str], name: str) -> str:
     """``text`` with ``lines`` as section ``name`` (:func:`splice` between its markers)."""
     return splice(text, lines, section_markers(name), f'section {name!r}')
@@ -272,24 +284,18 @@ def write_docs(repo: str, check: bool = False, only: Optional[Sequence[str]] = N
     if missing or stray:
         raise ValueError(f'sections without records: {missing}; records without a section: '
                          f'{stray} (in {RECORDS})')
-    changed = []
-    for page in dict.fromkeys(found[n] for n in names):
-        path = osp.join(repo, page)
-        with open(path) as f:
-            old = f.read()
-        new = old
-        for name in (n for n in names if found[n] == page):
-            rows = read_rows(osp.join(repo, RECORDS, f'{name}.jsonl'))
-            new = splice_section(new, section_lines(name, rows), name)
-        if new != old:
-            changed.append(page)
-            if not check:
-                with open(path, 'w') as f:
-                    f.write(new)
-    return changed
+    def edit(page: str) -> Callable[[str], str]:
+        def spliced(text: str) -> str:
+            for name in (n for n in names if found[n] == page):
+                rows = read_rows(osp.join(repo, RECORDS, f'{name}.jsonl'))
+                text = splice_section(text, section_lines(name, rows), name)
+            return text
+        return spliced
+    return [page for page in dict.fromkeys(found[n] for n in names)
+            if rewrite_page(osp.join(repo, page), edit(page), check)]
 
 
 __all__ = ['COMMAND', 'RENDERERS', 'checkpointing_section', 'checkpointing_table',
-           'demo_section', 'demo_table', 'splice', 'deploy_section', 'machine_lines',
-           'onnx_section', 'section_lines', 'section_markers', 'sections', 'splice_section',
-           'write_cost_section', 'write_cost_table', 'write_docs']
+           'demo_section', 'demo_table', 'deploy_section', 'machine_lines', 'onnx_section',
+           'rewrite_page', 'section_lines', 'section_markers', 'sections', 'splice',
+           'splice_section', 'write_cost_section', 'write_cost_table', 'write_docs']

@@ -192,18 +192,10 @@ def write_docs(tables: Dict[str, List[str]], repo: str = REPO, check: bool = Fal
         list[str]: the docs (paths relative to ``repo``) that changed (with ``check``: that
         differ).
     """
-    changed = []
-    for doc in dict.fromkeys(DOC_TABLES[name] for name in tables):
-        path = osp.join(repo, doc)
-        with open(path) as f:
-            old = f.read()
-        new = splice_tables(old, {n: t for n, t in tables.items() if DOC_TABLES[n] == doc}, doc)
-        if new != old:
-            changed.append(doc)
-            if not check:
-                with open(path, 'w') as f:
-                    f.write(new)
-    return changed
+    from mmevt.analysis.docs_sections import rewrite_page
+    return [doc for doc in dict.fromkeys(DOC_TABLES[name] for name in tables)
+            if rewrite_page(osp.join(repo, doc), lambda text, doc=doc: splice_tables(
+                text, {n: t for n, t in tables.items() if DOC_TABLES[n] == doc}, doc), check)]
 
 
 def fvcore_flops(arch, size) -> float:
