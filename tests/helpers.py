@@ -82,7 +82,8 @@ def load_weights(ckpt) -> dict:
 
 
 def load_tool(rel_path: str) -> ModuleType:
-    """Import a script under ``tools/`` as a module from its path (no ``sys.path`` edits)."""
+    """Import a script of the repository (a tool under ``tools/``, ``docs/conf.py``) as a
+    module from its path (no ``sys.path`` edits)."""
     path = osp.join(REPO, rel_path)
     name = 'tool_' + osp.splitext(osp.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)

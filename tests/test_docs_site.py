@@ -3,6 +3,7 @@ backticks resolves, every page is in a toctree, the Sphinx site builds with warn
 errors, no page states a measurement by hand, and the licence / citation files agree with
 the package. No network: links to other sites are not followed."""
 import glob
+import importlib
 import os
 import os.path as osp
 import re
@@ -10,7 +11,7 @@ from typing import Dict, List, Set
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, load_tool
 
 DOCS = osp.join(REPO, 'docs')
 FENCE = re.compile(r'^(```|~~~).*?^\1\s*$', re.M | re.S)
@@ -150,10 +151,7 @@ def test_the_site_builds_with_every_page_and_the_api(site):
         assert api.count(f'id="{name}"') == 1, name
     assert 'id="mmevt.models.EVT"' not in api  # re-exported: documented once, under mmevt
     # the tools' reference: every command's --help, from its parser
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('docs_conf', osp.join(DOCS, 'conf.py'))
-    conf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conf)
+    conf = load_tool('docs/conf.py')
     tools = (site / 'tools.html').read_text()
     assert 'tools/analysis/records_to_docs.py' in conf.commands()
     for path in conf.commands():  # a section each, its heading's id made from the path
@@ -166,10 +164,7 @@ def test_the_site_builds_with_every_page_and_the_api(site):
 
 
 def test_the_api_page_lists_each_public_name_once():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('docs_conf', osp.join(DOCS, 'conf.py'))
-    conf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conf)
+    conf = load_tool('docs/conf.py')
     entries = [name for rows in conf.api_entries().values() for _, name in rows]
     assert len(entries) == len(set(entries))
     objects = {}

@@ -18,6 +18,7 @@ from torch import nn
 
 from ..models.backbones.archs import ARCH_FAMILIES
 from .memory import MIB, cpu_peak_tracker, saved_bytes_split
+from .records import machine_lines
 
 SWIN_SIZES = {'swin-t': 'tiny', 'swin-s': 'small', 'swin-b': 'base'}  # Swin itself
 # EVT against its baseline RMT (the arch table's families) and Swin
@@ -438,7 +439,7 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
             timed.setdefault(_key(r), {})[bool(r['compiled'])] = r
         if 'saved_mib_per_image' in r:
             saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
-    lines = _machine_lines(rows)
+    lines = machine_lines(rows, note=_matmul_note)
     pairs = [(k, v) for k, v in timed.items() if True in v]
     if pairs:
         lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '
@@ -530,18 +531,13 @@ def memory_goal(saved: Dict[tuple, dict]) -> List[str]:
     return lines
 
 
-def _machine_lines(rows: Sequence[dict]) -> List[str]:
-    """One line per run's machine in ``rows`` (device, torch, and the fp32 matmul rate that
-    run measured, where it did), in the order the rows came."""
-    machines: Dict[tuple, None] = {}
-    for r in rows:
-        peak = ((r['matmul_gflops_per_s'], r.get('matmul_n', '?'))
-                if 'matmul_gflops_per_s' in r else None)
-        machines[(r.get('device', 'device not recorded'), r.get('torch', '?'), peak)] = None
-    return [f'- {device}, torch {version}' + (
-        f': fp32 matmul {peak[0]:.1f} GFLOP/s ({peak[1]} x {peak[1]}, TF32 off), '
-        'measured in the same run' if peak else '')
-        for device, version, peak in machines]
+def _matmul_note(row: dict) -> str:
+    """The fp32 matmul rate a row's run measured, for its machine line ('' where none)."""
+    if 'matmul_gflops_per_s' not in row:
+        return ''
+    n = row.get('matmul_n', '?')
+    return (f"fp32 matmul {row['matmul_gflops_per_s']:.1f} GFLOP/s ({n} x {n}, TF32 off), "
+            'measured in the same run')
 
 
 def table_section(rows: Sequence[dict]) -> List[str]:
@@ -562,7 +558,7 @@ def table_section(rows: Sequence[dict]) -> List[str]:
     columns = dict(with_complexity=any('params_m' in r for r in kept),
                    compiled=any(r['compiled'] for r in kept),
                    saved=any('saved_mib_per_image' in r for r in kept))
-    return (_machine_lines(kept) + [''] + table_header(**columns)
+    return (machine_lines(kept, note=_matmul_note) + [''] + table_header(**columns)
             + [format_row(r, **columns) for r in kept])
 
 

@@ -18,7 +18,7 @@ import os.path as osp
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .records import read_rows
+from .records import machine_lines, read_rows
 
 COMMAND = 'tools/analysis/records_to_docs.py'
 RECORDS = osp.join('docs', 'records')
@@ -68,23 +68,10 @@ def splice_section(text: str, lines: Sequence[str], name: str) -> str:
     return splice(text, lines, section_markers(name), f'section {name!r}')
 
 
-def machine_lines(rows: Sequence[dict], versions: Sequence[str] = ()) -> List[str]:
-    """One line per machine of ``rows``, in the order the rows came.
-
-    Args:
-        rows (Sequence[dict]): records with ``device`` and ``torch``.
-        versions (Sequence[str]): more version fields to name where rows hold them.
-            Defaults to none.
-
-    Returns:
-        list[str]: markdown list items.
-    """
-    machines: Dict[str, None] = {}
-    for r in rows:
-        parts = [r.get('device', 'device not recorded'), f"torch {r.get('torch', '?')}"]
-        parts += [f'{name} {r[name]}' for name in versions if r.get(name)]
-        machines['- ' + ', '.join(parts)] = None
-    return list(machines)
+def _latest(rows: Sequence[dict], key: Callable[[dict], tuple]) -> List[dict]:
+    """``rows`` with a later row of the same ``key`` replacing an earlier one (a measurement
+    taken again), in the order the keys first came."""
+    return list({key(r): r for r in rows}.values())
 
 
 def _timing(row: dict) -> str:
@@ -116,12 +103,12 @@ def _worst(stats: dict) -> str:
 def onnx_section(rows: Sequence[dict]) -> List[str]:
     """``mmevt-onnx --verify --benchmark N --jsonl`` rows: onnxruntime against PyTorch eager
     per config and input size (a later row of a pair replaces an earlier)."""
-    latest = {(r['config'], r['kind'], tuple(r['shape'])): r for r in rows}
-    lines = machine_lines(list(latest.values()), ('onnxruntime', )) + [
+    latest = _latest(rows, lambda r: (r['config'], r['kind'], tuple(r['shape'])))
+    lines = machine_lines(latest, ('onnxruntime', )) + [
         '', '| config | exported | input (H x W) | threads | onnxruntime ms | PyTorch ms | '
         'PyTorch / onnxruntime | largest difference, batch 1 and 2 |',
         '|---|---|---|---|---|---|---|---|']
-    for r in latest.values():
+    for r in latest:
         diff = f"{r['max_abs_diff']:.1e}" if 'max_abs_diff' in r else '-'
         lines.append(f"| `{r['config']}` | {r['kind']} | {_hw(r)} | {_timing(r)} | {diff} |")
     return lines
@@ -131,12 +118,12 @@ def deploy_section(rows: Sequence[dict]) -> List[str]:
     """``mmevt-deploy --verify --benchmark N --jsonl`` rows: onnxruntime against PyTorch per
     model config, and the parity against both references (a later row replaces an
     earlier)."""
-    latest = {(r['config'], r['deploy_config']): r for r in rows}
-    lines = machine_lines(list(latest.values()), ('onnxruntime', 'mmdeploy')) + [
+    latest = _latest(rows, lambda r: (r['config'], r['deploy_config']))
+    lines = machine_lines(latest, ('onnxruntime', 'mmdeploy')) + [
         '', '| config | input (H x W) | threads | onnxruntime ms | PyTorch ms | '
         'PyTorch / onnxruntime | graph: largest difference | toolkit: agreement |',
         '|---|---|---|---|---|---|---|---|']
-    for r in latest.values():
+    for r in latest:
         graph, toolkit = (_worst(r.get(k, {})) or '-' for k in ('graph', 'toolkit'))
         lines.append(f"| `{r['config']}` | {_hw(r)} | {_timing(r)} | {graph} | {toolkit} |")
     return lines
@@ -162,11 +149,15 @@ def demo_section(rows: Sequence[dict]) -> List[str]:
         f"took {r['minutes']:.0f} min", ''] + demo_table(r)
 
 
+def _checkpointing_case(row: dict) -> tuple:
+    return row['arch'], tuple(row['shape']), bool(row['with_cp'])
+
+
 def checkpointing_table(rows: Sequence[dict]) -> List[str]:
     """``tools/analysis/checkpointing.py``'s table: each arch's training step with and
     without ``with_cp``, and the checkpointed one's time and memory over the plain one's (a
     later row of a case replaces an earlier)."""
-    latest = {(r['arch'], tuple(r['shape']), bool(r['with_cp'])): r for r in rows}
+    latest = {_checkpointing_case(r): r for r in rows}
     lines = ['| arch | batch x H x W | with_cp | ms / step | peak MB | time vs off | '
              'memory vs off |', '|---|---|---|---|---|---|---|']
     for (arch, shape, cp), r in latest.items():
@@ -180,8 +171,8 @@ def checkpointing_table(rows: Sequence[dict]) -> List[str]:
 
 def checkpointing_section(rows: Sequence[dict]) -> List[str]:
     """``tools/analysis/checkpointing.py --jsonl`` rows: its table under the machine."""
-    latest = {(r['arch'], tuple(r['shape']), bool(r['with_cp'])): r for r in rows}
-    return machine_lines(list(latest.values())) + [''] + checkpointing_table(rows)
+    latest = _latest(rows, _checkpointing_case)
+    return machine_lines(latest) + [''] + checkpointing_table(latest)
 
 
 WRITES = {'dump': 'small json dump (put_text)', 'checkpoint': '4 MB checkpoint (put)'}
@@ -191,19 +182,19 @@ def write_cost_table(rows: Sequence[dict]) -> List[str]:
     """``tools/analysis/write_cost.py``'s table: the median time of each kind of write with
     mmevt's ``atomic-local-writes`` patch off and on (a later row of a kind replaces an
     earlier)."""
-    latest = {r['write']: r for r in rows}
+    latest = _latest(rows, lambda r: r['write'])
     lines = ['| write | mmengine (patch off) ms | atomic (patch on) ms | on / off |',
              '|---|---|---|---|']
-    for kind, r in latest.items():
-        lines.append(f"| {WRITES.get(kind, kind)} | {1e3 * r['off_s']:.3f} | "
+    for r in latest:
+        lines.append(f"| {WRITES.get(r['write'], r['write'])} | {1e3 * r['off_s']:.3f} | "
                      f"{1e3 * r['on_s']:.3f} | {r['on_s'] / r['off_s']:.2f} |")
     return lines
 
 
 def write_cost_section(rows: Sequence[dict]) -> List[str]:
     """``tools/analysis/write_cost.py --jsonl`` rows: its table under the machine."""
-    latest = {r['write']: r for r in rows}
-    return machine_lines(list(latest.values())) + [''] + write_cost_table(rows)
+    latest = _latest(rows, lambda r: r['write'])
+    return machine_lines(latest) + [''] + write_cost_table(latest)
 
 
 def _benchmark(name: str) -> Callable[[Sequence[dict]], List[str]]:
@@ -296,6 +287,6 @@ def write_docs(repo: str, check: bool = False, only: Optional[Sequence[str]] = N
 
 
 __all__ = ['COMMAND', 'RENDERERS', 'checkpointing_section', 'checkpointing_table',
-           'demo_section', 'demo_table', 'deploy_section', 'machine_lines', 'onnx_section',
+           'demo_section', 'demo_table', 'deploy_section', 'onnx_section',
            'rewrite_page', 'section_lines', 'section_markers', 'sections', 'splice',
            'splice_section', 'write_cost_section', 'write_cost_table', 'write_docs']

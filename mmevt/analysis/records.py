@@ -8,7 +8,7 @@ import json
 import platform
 import sys
 from importlib import metadata
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
@@ -85,3 +85,26 @@ def read_rows(path: str) -> List[Dict]:
             if i < len(lines) - 1:
                 raise ValueError(f'{path}: line {i + 1} is not JSON: {line[:80]!r}')
     return rows
+
+
+def machine_lines(rows: Sequence[Dict], versions: Sequence[str] = (),
+                  note: Optional[Callable[[Dict], str]] = None) -> List[str]:
+    """One markdown line per machine of ``rows``, in the order the rows came.
+
+    Args:
+        rows (Sequence[dict]): records with ``device`` and ``torch``.
+        versions (Sequence[str]): more version fields to name where rows hold them.
+            Defaults to none.
+        note (Callable[[dict], str], optional): what a row adds to its machine's line
+            (e.g. the matmul rate its run measured; '' for nothing). Defaults to None.
+
+    Returns:
+        list[str]: markdown list items.
+    """
+    machines: Dict[str, None] = {}
+    for r in rows:
+        parts = [r.get('device', 'device not recorded'), f"torch {r.get('torch', '?')}"]
+        parts += [f'{name} {r[name]}' for name in versions if r.get(name)]
+        extra = note(r) if note else ''
+        machines['- ' + ', '.join(parts) + (f': {extra}' if extra else '')] = None
+    return list(machines)

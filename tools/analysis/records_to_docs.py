@@ -11,27 +11,26 @@ command's ``--jsonl`` appended); the logic is :mod:`mmevt.analysis.docs_sections
 import argparse
 import os.path as osp
 import sys
+from typing import List, Optional
 
-from mmevt.analysis.docs_sections import write_docs
+from mmevt.analysis.docs_sections import COMMAND, write_docs
+from mmevt.utils.user_errors import exit_on_user_error
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
-def main() -> None:
+def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('sections', nargs='*', help='section names (default: all)')
     parser.add_argument('--check', action='store_true', help='write nothing; exit 1 when a '
                         'page differs from its records')
-    args = parser.parse_args()
-    try:
-        changed = write_docs(REPO, args.check, args.sections or None)
-    except ValueError as e:
-        sys.exit(f'records_to_docs: {e}')
+    args = parser.parse_args(argv)
+    changed = write_docs(REPO, args.check, args.sections or None)
     if args.check and changed:
-        sys.exit(f"stale sections in {', '.join(changed)}: run {__file__.split(REPO + '/')[-1]}")
+        sys.exit(f"stale sections in {', '.join(changed)}: run {COMMAND}")
     print(f"wrote {', '.join(changed)}" if changed and not args.check
           else 'the docs sections are up to date')
 
 
 if __name__ == '__main__':
-    main()
+    exit_on_user_error(main, 'records_to_docs')
