@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -28,7 +29,8 @@ from mmevt.engine.preemption import (PREEMPTED_EXIT_CODE, PreemptionCheckpointHo
 FIXTURES = osp.join(REPO, 'tests', 'fixtures')  # pause_until_signalled.py
 DEMO = osp.join(REPO, 'configs', 'demo')
 LAUNCH = '''
-custom_imports = dict(imports=['mmevt', 'pause_until_signalled'], allow_failed_imports=False)
+custom_imports = dict(imports=['mmevt', 'pause_until_signalled', 'dump_stacks_when_stuck'],
+                      allow_failed_imports=False)
 custom_hooks = [dict(type='PreemptionCheckpointHook')] + {pause}
 work_dir = {work!r}
 data_root = {root!r}
@@ -62,20 +64,18 @@ KINDS = {  # base config, text, last checkpoint, the last iteration a signal may
 }
 
 
+# a run that has not ended this long after it started is stuck (the runs take under a
+# minute, a few under CI's load): its processes write their stacks, it is stopped, it fails
+STUCK_AFTER = 900
+
+
 def _env(tmp_path) -> dict:
-    """A launch's environment: a port free now, one thread a process, the pause hook and the
-    test's configs importable."""
+    """A launch's environment: a port free now, one thread a process, the fixtures and the
+    test's configs importable, the folder for stacks of a stuck run."""
     return dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()), OMP_NUM_THREADS='1',
+                MMEVT_STACKS_DIR=str(tmp_path / 'stacks'),
                 PYTHONPATH=os.pathsep.join([str(tmp_path), FIXTURES,
                                             os.environ.get('PYTHONPATH', '')]))
-
-
-def _dist_train(cfg, *args, tmp_path):
-    """``tools/dist_train.sh CFG 2`` in its own session (its own process group)."""
-    return subprocess.run(['bash', 'tools/dist_train.sh', cfg, '2', *args], cwd=REPO,
-                          env=_env(tmp_path), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=HANG_TIMEOUT,
-                          start_new_session=True)
 
 
 def _descendants(pid: int) -> list:
@@ -87,30 +87,80 @@ def _descendants(pid: int) -> list:
     return found
 
 
+def _stop_stuck(proc: subprocess.Popen, stuck: list) -> None:
+    """Every process under the launcher writes its stacks (SIGUSR2,
+    ``tests/fixtures/dump_stacks_when_stuck.py``), then all of them are killed."""
+    if proc.poll() is not None:  # it ended as the time ran out
+        return
+    stuck.append(True)
+    processes = _descendants(proc.pid)
+    for number in (signal.SIGUSR2, signal.SIGKILL):
+        for pid in processes + [proc.pid] * (number == signal.SIGKILL):
+            try:
+                os.kill(pid, number)
+            except ProcessLookupError:  # it ended meanwhile
+                pass
+        time.sleep(2)
+
+
+def _stacks(tmp_path) -> str:
+    """The stacks a stuck run's processes wrote, one block a process."""
+    folder = tmp_path / 'stacks'
+    files = sorted(folder.iterdir()) if folder.is_dir() else []
+    return ''.join(f'\n[test] stacks of pid {f.stem}:\n{f.read_text()}' for f in files
+                   if f.stat().st_size)
+
+
+def _launch(cfg, *args, tmp_path, on_line=None) -> subprocess.CompletedProcess:
+    """``tools/dist_train.sh CFG 2 ARGS`` in its own session (its own process group); each
+    output line goes to ``on_line(proc, line)``, which returns what to add to the output.
+    The completed process, its output in ``stdout``, a stuck run's stacks after it."""
+    proc = subprocess.Popen(['bash', 'tools/dist_train.sh', cfg, '2', *args], cwd=REPO,
+                            env=_env(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    stuck = []
+    watchdog = threading.Timer(STUCK_AFTER, _stop_stuck, (proc, stuck))
+    watchdog.start()
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if on_line is not None:
+                lines.append(on_line(proc, line))
+        proc.wait()
+    finally:
+        watchdog.cancel()
+    if stuck:
+        lines.append(f'[test] stuck: stopped after {STUCK_AFTER} s\n' + _stacks(tmp_path))
+    return subprocess.CompletedProcess(proc.args, proc.returncode, ''.join(lines))
+
+
+def _dist_train(cfg, *args, tmp_path) -> subprocess.CompletedProcess:
+    return _launch(cfg, *args, tmp_path=tmp_path)
+
+
 def _signalled_dist_train(cfg, number: int, delivery: str, rng: random.Random, tmp_path):
     """``tools/dist_train.sh CFG 2``; once rank 0 holds (``PauseUntilSignalled``), signal
     ``number`` goes to the launcher's process group (``delivery='group'``) or to the
     launcher, every rank and every dataloader worker in a random order (``'tree'``).
     The completed process, its output in ``stdout``."""
-    proc = subprocess.Popen(['bash', 'tools/dist_train.sh', cfg, '2'], cwd=REPO,
-                            env=_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    lines, sent = [], False
-    for line in proc.stdout:
-        lines.append(line)
-        if not sent and line.startswith('PauseUntilSignalled: holding'):
-            sent = True
-            if delivery == 'group':
-                os.killpg(proc.pid, number)
-                continue
-            processes = [proc.pid] + _descendants(proc.pid)
-            rng.shuffle(processes)
-            lines.append(f'[test] {signal.Signals(number).name} to {len(processes)} '
-                         f'processes in the order {processes}\n')
-            for pid in processes:
-                os.kill(pid, number)
-    proc.wait(timeout=HANG_TIMEOUT)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, ''.join(lines))
+    sent = []
+
+    def send(proc, line: str) -> str:
+        if sent or not line.startswith('PauseUntilSignalled: holding'):
+            return ''
+        sent.append(True)
+        if delivery == 'group':
+            os.killpg(proc.pid, number)
+            return ''
+        processes = [proc.pid] + _descendants(proc.pid)
+        rng.shuffle(processes)
+        for pid in processes:
+            os.kill(pid, number)
+        return (f'[test] {signal.Signals(number).name} to {len(processes)} processes in '
+                f'the order {processes}\n')
+
+    return _launch(cfg, tmp_path=tmp_path, on_line=send)
 
 
 def write_preemption_config(tmp_path, kind: str, name: str, root: str, pause: list) -> str:
@@ -238,6 +288,7 @@ env_cfg = dict(dist_cfg=dict(backend='gloo'))
 model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
 default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=1))
 custom_hooks = [dict(type='PreemptionCheckpointHook')]
+custom_imports = dict(imports=['mmevt', 'dump_stacks_when_stuck'], allow_failed_imports=False)
 ''' + extra
     return write_config(tmp_path / f'{name}.py', text)
 
