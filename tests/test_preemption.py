@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -87,6 +88,14 @@ def _descendants(pid: int) -> list:
     return found
 
 
+def _kill(pids: list, number: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:  # it ended meanwhile
+            pass
+
+
 def _stop_stuck(proc: subprocess.Popen, stuck: list) -> None:
     """Every process under the launcher writes its stacks (SIGUSR2,
     ``tests/fixtures/dump_stacks_when_stuck.py``), then all of them are killed."""
@@ -94,30 +103,26 @@ def _stop_stuck(proc: subprocess.Popen, stuck: list) -> None:
         return
     stuck.append(True)
     processes = _descendants(proc.pid)
-    for number in (signal.SIGUSR2, signal.SIGKILL):
-        for pid in processes + [proc.pid] * (number == signal.SIGKILL):
-            try:
-                os.kill(pid, number)
-            except ProcessLookupError:  # it ended meanwhile
-                pass
-        time.sleep(2)
+    _kill(processes, signal.SIGUSR2)
+    time.sleep(2)  # the stacks are written
+    _kill([proc.pid] + processes, signal.SIGKILL)
 
 
-def _stacks(tmp_path) -> str:
-    """The stacks a stuck run's processes wrote, one block a process."""
-    folder = tmp_path / 'stacks'
+def _stacks(folder: Path) -> str:
+    """The stacks a stuck run's processes wrote to ``folder``, one block a process."""
     files = sorted(folder.iterdir()) if folder.is_dir() else []
     return ''.join(f'\n[test] stacks of pid {f.stem}:\n{f.read_text()}' for f in files
                    if f.stat().st_size)
 
 
-def _launch(cfg, *args, tmp_path, on_line=None) -> subprocess.CompletedProcess:
+def _dist_train(cfg, *args, tmp_path, on_line=None) -> subprocess.CompletedProcess:
     """``tools/dist_train.sh CFG 2 ARGS`` in its own session (its own process group); each
     output line goes to ``on_line(proc, line)``, which returns what to add to the output.
     The completed process, its output in ``stdout``, a stuck run's stacks after it."""
+    env = _env(tmp_path)
     proc = subprocess.Popen(['bash', 'tools/dist_train.sh', cfg, '2', *args], cwd=REPO,
-                            env=_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
     stuck = []
     watchdog = threading.Timer(STUCK_AFTER, _stop_stuck, (proc, stuck))
     watchdog.start()
@@ -131,12 +136,9 @@ def _launch(cfg, *args, tmp_path, on_line=None) -> subprocess.CompletedProcess:
     finally:
         watchdog.cancel()
     if stuck:
-        lines.append(f'[test] stuck: stopped after {STUCK_AFTER} s\n' + _stacks(tmp_path))
+        lines.append(f'[test] stuck: stopped after {STUCK_AFTER} s\n'
+                     + _stacks(Path(env['MMEVT_STACKS_DIR'])))
     return subprocess.CompletedProcess(proc.args, proc.returncode, ''.join(lines))
-
-
-def _dist_train(cfg, *args, tmp_path) -> subprocess.CompletedProcess:
-    return _launch(cfg, *args, tmp_path=tmp_path)
 
 
 def _signalled_dist_train(cfg, number: int, delivery: str, rng: random.Random, tmp_path):
@@ -160,7 +162,7 @@ def _signalled_dist_train(cfg, number: int, delivery: str, rng: random.Random, t
         return (f'[test] {signal.Signals(number).name} to {len(processes)} processes in '
                 f'the order {processes}\n')
 
-    return _launch(cfg, tmp_path=tmp_path, on_line=send)
+    return _dist_train(cfg, tmp_path=tmp_path, on_line=send)
 
 
 def write_preemption_config(tmp_path, kind: str, name: str, root: str, pause: list) -> str:
