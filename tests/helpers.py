@@ -325,3 +325,90 @@ def plain_mmengine_runner(work_dir, max_iters=4, interval=2, param_scheduler=Non
                            logger=dict(type='LoggerHook', interval=1)),
         custom_hooks=custom_hooks, randomness=dict(seed=0),
         experiment_name=f'plain-{os.path.basename(str(work_dir))}', **runner_kwargs)
+
+
+# ---------------------------------------------------------------- distributed launches
+# (tools/dist_train.sh and the Slurm scripts, in test_preemption*.py, test_cluster.py)
+FIXTURES = osp.join(REPO, 'tests', 'fixtures')  # pause_until_signalled, dump_stacks_when_stuck
+DEMO_DET = osp.join(CONFIGS, 'demo', 'mask-rcnn_evt-demo_fpn_shapes.py')
+DEMO_SEG = osp.join(CONFIGS, 'demo', 'fpn_evt-demo_shapes.py')
+# gloo's collective timeout in the tests' distributed runs (env_cfg.dist_cfg.timeout, seconds;
+# gloo's own default is 30 minutes): a rank whose peer stalls fails in minutes. A run's
+# collectives are seconds apart; the longest wait, a peer's checkpoint save or validation
+# under CI's load, well under a minute.
+COLLECTIVE_TIMEOUT = 300
+
+
+def job_env(pythonpath: str, cluster=None, toolkit_tool: bool = False, **extra: str) -> dict:
+    """The environment of a launch: one thread per process, loopback for gloo, no launch
+    variables of the calling shell, ``SLURM_CONF`` of ``cluster``; ``toolkit_tool``: what a
+    toolkit's own tools/train.py / test.py need on this stack (:func:`toolkit_tool_env`)."""
+    drop = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'PORT',
+            'NNODES', 'NODE_RANK')
+    env = {k: v for k, v in os.environ.items() if not k.startswith('SLURM_') and k not in drop}
+    paths = [pythonpath] + ([toolkit_tool_env()['PYTHONPATH']]
+                            if toolkit_tool and toolkit_tool_env() else [])
+    env.update(PYTHON=sys.executable, PYTHONHASHSEED='0', OMP_NUM_THREADS='1',
+               MKL_NUM_THREADS='1', GLOO_SOCKET_IFNAME='lo', PYTHONPATH=':'.join(paths),
+               **extra)
+    if cluster is not None:
+        env['SLURM_CONF'] = cluster.conf
+    return env
+
+
+# A preemptible run of a demo config for tools/dist_train.sh (gloo on the CPU) or the Slurm
+# scripts (which add the same overrides, and whose WORK_DIR wins over work_dir): the hook with
+# the given signals, the test's pause hook, the stack dump of a stuck run, 2 images a process.
+PREEMPTIBLE = '''_base_ = {base!r}
+custom_imports = dict(imports=['mmevt', 'pause_until_signalled', 'dump_stacks_when_stuck'],
+                      allow_failed_imports=False)
+custom_hooks = [dict(type='PreemptionCheckpointHook'{signals})] + {pause}
+work_dir = {work!r}
+data_root = {root!r}
+env_cfg = dict(dist_cfg=dict(backend='gloo', timeout={timeout}))
+model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
+train_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
+'''
+# the demo segmentation config: IterBasedTrainLoop over mmseg's InfiniteSampler, a persistent
+# worker, random resize / crop / flip, BN, the decode head's dropout; 12 iterations of 2
+# images a process (8 images: a new pass over the data every 2 iterations), validation after
+# iterations 6 and 12
+PREEMPTIBLE_SEG = PREEMPTIBLE + '''
+val_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+train_cfg = dict(max_iters=12, val_interval=6)
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(by_epoch=False, interval=12))
+'''
+# the demo detection config: EpochBasedTrainLoop, a persistent worker, RandomFlip,
+# AspectRatioBatchSampler, RPN / R-CNN sampling; 2 epochs of 2 iterations, no validation
+PREEMPTIBLE_DET = PREEMPTIBLE + '''
+val_dataloader = dict(dataset=dict(data_root=data_root))
+test_dataloader = val_dataloader
+val_evaluator = dict(ann_file=data_root + 'annotations/instances_validation.json')
+test_evaluator = val_evaluator
+train_cfg = dict(max_epochs=2, val_begin=3)
+default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
+'''
+PREEMPTION_KINDS = {  # base, text, last checkpoint, the last iteration a signal may land after
+    'seg': (DEMO_SEG, PREEMPTIBLE_SEG, 'iter_12.pth', 9),
+    'det': (DEMO_DET, PREEMPTIBLE_DET, 'epoch_2.pth', 2),
+}
+
+
+def write_preemption_config(folder, kind: str, name: str, root: str, pause: list = (),
+                            signals: tuple = None) -> str:
+    """``folder/NAME.py``: the ``kind`` ('seg' / 'det') preemptible run on the shapes at
+    ``root``, working in ``folder/NAME``, with the pause hooks ``pause`` and the hook's
+    ``signals`` (None: its defaults)."""
+    base, text, _, _ = PREEMPTION_KINDS[kind]
+    return write_config(osp.join(folder, f'{name}.py'), text.format(
+        base=base, root=root.rstrip('/') + '/', pause=list(pause),
+        work=osp.join(folder, name), timeout=COLLECTIVE_TIMEOUT,
+        signals='' if signals is None else f', signals={tuple(signals)!r}'))
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    import torch
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.equal(a[k], b[k]), k

@@ -24,10 +24,9 @@ import time
 import pytest
 import torch
 
-from helpers import HANG_TIMEOUT, REPO, load_weights, toolkit_tool_env
+from helpers import COLLECTIVE_TIMEOUT, DEMO_DET, HANG_TIMEOUT, REPO, job_env, load_weights
 from slurm_cluster import free_port
 
-DEMO_CFG = osp.join(REPO, 'configs', 'demo', 'mask-rcnn_evt-demo_fpn_shapes.py')
 IN_CLUSTER = pytest.mark.xdist_group('slurm')  # one worker, so one cluster, for these
 
 # Imported by every task through the config's custom_imports: each rank saves its parameters
@@ -56,6 +55,7 @@ CONFIG = '''
 _base_ = {base!r}
 custom_imports = dict(imports=['mmevt', 'rank_report'], allow_failed_imports=False)
 custom_hooks = [dict(type='RankReport')]
+env_cfg = dict(dist_cfg=dict(timeout={timeout}))  # a stalled collective fails in minutes
 data_root = {root!r}
 train_dataloader = dict(batch_size=2, num_workers=0, persistent_workers=False,
                         dataset=dict(data_root=data_root))
@@ -79,25 +79,9 @@ def demo_job(shapes_root, tmp_path_factory):
     folder = tmp_path_factory.mktemp('cluster_job')
     (folder / 'rank_report.py').write_text(RANK_REPORT)
     cfg = folder / 'demo_cluster.py'
-    cfg.write_text(CONFIG.format(base=DEMO_CFG, root=shapes_root.rstrip('/') + '/'))
+    cfg.write_text(CONFIG.format(base=DEMO_DET, root=shapes_root.rstrip('/') + '/',
+                                 timeout=COLLECTIVE_TIMEOUT))
     return str(cfg), str(folder)
-
-
-def job_env(pythonpath: str, cluster=None, toolkit_tool: bool = False, **extra: str) -> dict:
-    """The environment of a launch: one thread per process, loopback for gloo, no launch
-    variables of the calling shell, ``SLURM_CONF`` of ``cluster``; ``toolkit_tool``: what a
-    toolkit's own tools/train.py / test.py need on this stack (helpers.toolkit_tool_env)."""
-    drop = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'PORT',
-            'NNODES', 'NODE_RANK')
-    env = {k: v for k, v in os.environ.items() if not k.startswith('SLURM_') and k not in drop}
-    paths = [pythonpath] + ([toolkit_tool_env()['PYTHONPATH']]
-                            if toolkit_tool and toolkit_tool_env() else [])
-    env.update(PYTHON=sys.executable, PYTHONHASHSEED='0', OMP_NUM_THREADS='1',
-               MKL_NUM_THREADS='1', GLOO_SOCKET_IFNAME='lo', PYTHONPATH=':'.join(paths),
-               **extra)
-    if cluster is not None:
-        env['SLURM_CONF'] = cluster.conf
-    return env
 
 
 def cold_yapf_cache(folder: str) -> dict:
@@ -415,7 +399,7 @@ import mmevt  # noqa: F401  (its patches, as in any process that imports it)
 from helpers import plain_mmengine_runner
 runner = plain_mmengine_runner(
     os.path.join({work!r}, 'plain'), launcher='slurm',
-    env_cfg=dict(dist_cfg=dict(backend='gloo')),
+    env_cfg=dict(dist_cfg=dict(backend='gloo', timeout={timeout})),
     cfg=dict(model_wrapper_cfg=dict(type='MMDistributedDataParallel', device_ids=None)))
 runner.train()
 import torch.distributed as dist
@@ -432,7 +416,8 @@ dist.destroy_process_group()
 def test_plain_mmengine_code_runs_the_slurm_launcher_on_cpus(slurm_cluster, tmp_path):
     # code that is not EVT's: mmengine's Runner with launcher='slurm' and gloo, under srun
     script = tmp_path / 'plain_job.py'
-    script.write_text(PLAIN_SLURM_JOB.format(tests=osp.dirname(__file__), work=str(tmp_path)))
+    script.write_text(PLAIN_SLURM_JOB.format(tests=osp.dirname(__file__), work=str(tmp_path),
+                                            timeout=COLLECTIVE_TIMEOUT))
     srun = ['srun', '-p', slurm_cluster.partition, '--nodes=1', '--ntasks=2',
             '--kill-on-bad-exit=1', sys.executable, str(script)]
 

@@ -9,7 +9,6 @@ segmentation config (mmseg, InfiniteSampler) and the epoch-based demo detection 
 ``MMEVT_TEST_SEED``), and during validation. Each resumed run ends with the uninterrupted
 run's weights, bitwise; a resume edited to start one step off does not (the control)."""
 import os
-import os.path as osp
 import random
 import signal
 import subprocess
@@ -21,53 +20,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import HANG_TIMEOUT, REPO, load_weights, write_config
+from helpers import (COLLECTIVE_TIMEOUT, FIXTURES, HANG_TIMEOUT, PREEMPTION_KINDS, REPO,
+                     assert_same_weights, load_weights, write_config, write_preemption_config)
 from slurm_cluster import free_port
 from mmevt.apis.torchrun import child_pids, exit_code_of
-from mmevt.engine.preemption import (PREEMPTED_EXIT_CODE, PreemptionCheckpointHook,
-                                     SampleIndex, sample_seed)
-
-FIXTURES = osp.join(REPO, 'tests', 'fixtures')  # pause_until_signalled.py
-DEMO = osp.join(REPO, 'configs', 'demo')
-LAUNCH = '''
-custom_imports = dict(imports=['mmevt', 'pause_until_signalled', 'dump_stacks_when_stuck'],
-                      allow_failed_imports=False)
-custom_hooks = [dict(type='PreemptionCheckpointHook')] + {pause}
-work_dir = {work!r}
-data_root = {root!r}
-env_cfg = dict(dist_cfg=dict(backend='gloo'))
-model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
-train_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
-'''
-# the demo segmentation config: IterBasedTrainLoop over mmseg's InfiniteSampler, a persistent
-# worker, random resize / crop / flip, BN, the decode head's dropout; 12 iterations of 2
-# images a process (8 images: a new pass over the data every 2 iterations), validation after
-# iterations 6 and 12
-SEG = '''_base_ = {base!r}''' + LAUNCH + '''
-val_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
-test_dataloader = val_dataloader
-train_cfg = dict(max_iters=12, val_interval=6)
-default_hooks = dict(logger=dict(interval=1), checkpoint=dict(by_epoch=False, interval=12))
-'''
-# the demo detection config: EpochBasedTrainLoop, a persistent worker, RandomFlip,
-# AspectRatioBatchSampler, RPN / R-CNN sampling; 2 epochs of 2 iterations, no validation
-DET = '''_base_ = {base!r}''' + LAUNCH + '''
-val_dataloader = dict(dataset=dict(data_root=data_root))
-test_dataloader = val_dataloader
-val_evaluator = dict(ann_file=data_root + 'annotations/instances_validation.json')
-test_evaluator = val_evaluator
-train_cfg = dict(max_epochs=2, val_begin=3)
-default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
-'''
-KINDS = {  # base config, text, last checkpoint, the last iteration a signal may land after
-    'seg': (osp.join(DEMO, 'fpn_evt-demo_shapes.py'), SEG, 'iter_12.pth', 9),
-    'det': (osp.join(DEMO, 'mask-rcnn_evt-demo_fpn_shapes.py'), DET, 'epoch_2.pth', 2),
-}
-
+from mmevt.engine.preemption import PREEMPTED_EXIT_CODE, PreemptionCheckpointHook
+from mmevt.engine.sample_stream import SampleIndex, sample_seed
 
 # a run that has not ended this long after it started is stuck (the runs take under a
-# minute, a few under CI's load): its processes write their stacks, it is stopped, it fails
-STUCK_AFTER = 900
+# minute, a few under CI's load): its processes write their stacks, it is stopped, it fails.
+# Below the runs' collective timeout, so that a rank stalled in a collective is still there
+# to write its stack.
+STUCK_AFTER = COLLECTIVE_TIMEOUT - 60
+STACKS_SIGNAL = signal.SIGQUIT  # tests/fixtures/dump_stacks_when_stuck.py; no hook's signal here
 
 
 def _env(tmp_path) -> dict:
@@ -97,13 +62,13 @@ def _kill(pids: list, number: int) -> None:
 
 
 def _stop_stuck(proc: subprocess.Popen, stuck: list) -> None:
-    """Every process under the launcher writes its stacks (SIGUSR2,
+    """Every process under the launcher writes its stacks (:data:`STACKS_SIGNAL`,
     ``tests/fixtures/dump_stacks_when_stuck.py``), then all of them are killed."""
     if proc.poll() is not None:  # it ended as the time ran out
         return
     stuck.append(True)
     processes = _descendants(proc.pid)
-    _kill(processes, signal.SIGUSR2)
+    _kill(processes, STACKS_SIGNAL)
     time.sleep(2)  # the stacks are written
     _kill([proc.pid] + processes, signal.SIGKILL)
 
@@ -165,19 +130,13 @@ def _signalled_dist_train(cfg, number: int, delivery: str, rng: random.Random, t
     return _dist_train(cfg, tmp_path=tmp_path, on_line=send)
 
 
-def write_preemption_config(tmp_path, kind: str, name: str, root: str, pause: list) -> str:
-    base, text, _, _ = KINDS[kind]
-    return write_config(tmp_path / f'{name}.py', text.format(
-        base=base, root=root, pause=pause, work=str(tmp_path / name)))
-
-
 @pytest.fixture(scope='module')
 def uninterrupted(tmp_path_factory, shapes_root) -> dict:
     """kind -> the weights of its uninterrupted run (the hook on, no signal)."""
     weights = {}
-    for kind, (_, _, last, _) in KINDS.items():
+    for kind, (_, _, last, _) in PREEMPTION_KINDS.items():
         folder = tmp_path_factory.mktemp(f'preempt_plain_{kind}')
-        cfg = write_preemption_config(folder, kind, 'plain', shapes_root.rstrip('/') + '/', [])
+        cfg = write_preemption_config(folder, kind, 'plain', shapes_root)
         plain = _dist_train(cfg, tmp_path=folder)
         assert plain.returncode == 0, plain.stdout[-6000:]
         weights[kind] = load_weights(folder / 'plain' / last)
@@ -192,35 +151,34 @@ def _where(kind: str, iteration: int) -> str:
     return f'epoch {epoch}, iteration {iteration}, batch {batch} of the epoch'
 
 
-def assert_same_weights(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
+def _pause(iteration: int, during: str = 'train') -> list:
+    return [dict(type='PauseUntilSignalled', iteration=iteration, timeout=HANG_TIMEOUT,
+                 during=during)]
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize('kind, name, delivery, during', [
-    ('seg', 'SIGTERM', 'group', 'train'),
-    ('seg', 'SIGUSR1', 'tree', 'train'),
-    ('seg', 'SIGTERM', 'tree', 'val'),
-    ('det', 'SIGUSR1', 'group', 'train'),
-    ('det', 'SIGTERM', 'tree', 'train'),
+@pytest.mark.parametrize('kind, name, delivery, during, signals', [
+    ('seg', 'SIGTERM', 'group', 'train', None),  # the hook's defaults: SIGTERM, SIGUSR1
+    ('seg', 'SIGUSR1', 'tree', 'train', None),
+    ('seg', 'SIGTERM', 'tree', 'val', None),
+    ('det', 'SIGUSR2', 'group', 'train', ('SIGUSR2', )),  # a config's own choice
+    ('det', 'SIGTERM', 'tree', 'train', None),
 ])
 def test_a_signalled_dist_run_saves_exits_and_resumes_exactly(kind, name, delivery, during,
-                                                              tmp_path, shapes_root,
+                                                              signals, tmp_path, shapes_root,
                                                               uninterrupted):
     number = signal.Signals[name]
     seed = int(os.environ.get('MMEVT_TEST_SEED', time.time_ns() % 2**32))
     rng = random.Random(seed)
-    _, _, last, latest = KINDS[kind]
+    _, _, last, latest = PREEMPTION_KINDS[kind]
     # the iteration whose end the signal finds the run at (runner.iter, counted from 0); in
     # validation: the one after iteration 6, and the save comes after it
     held = 6 if during == 'val' else rng.randint(0, latest)
     print(f'\n{kind}: {name} to the {delivery} while holding in '
           f'{during} at iteration {held} (MMEVT_TEST_SEED={seed} replays it)')
     saved = held if during == 'val' else held + 1
-    cfg = write_preemption_config(tmp_path, kind, 'signalled', shapes_root.rstrip('/') + '/', [dict(
-        type='PauseUntilSignalled', iteration=held, timeout=HANG_TIMEOUT, during=during)])
+    cfg = write_preemption_config(tmp_path, kind, 'signalled', shapes_root,
+                                  _pause(held, during), signals)
     stopped = _signalled_dist_train(cfg, number, delivery, rng, tmp_path)
     work = tmp_path / 'signalled'
     out = stopped.stdout
@@ -251,11 +209,65 @@ def test_a_signalled_dist_run_saves_exits_and_resumes_exactly(kind, name, delive
     torch.save(ckpt, off / f'preempted_iter_{saved}.pth')
     (off / 'last_checkpoint').write_text(str(off / f'preempted_iter_{saved}.pth'))
     # (without the pause hook, which would hold at the iteration trained again)
-    plain = write_preemption_config(tmp_path, kind, 'plain', shapes_root.rstrip('/') + '/', [])
+    plain = write_preemption_config(tmp_path, kind, 'plain', shapes_root)
     again = _dist_train(plain, '--resume', '--work-dir', str(off), tmp_path=tmp_path)
     assert again.returncode == 0, again.stdout[-6000:]
     wrong = load_weights(off / last)
     assert any(not torch.equal(uninterrupted[kind][k], wrong[k]) for k in wrong)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper has ended)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('name, signals, launcher_code', [
+    # outside torchrun's --signals-to-handle: the launcher dies of it
+    ('SIGUSR2', None, -signal.SIGUSR2),
+    # torchrun's own: it signals the ranks, which die of it, and exits 1
+    ('SIGTERM', ('SIGUSR2', ), 1),
+])
+def test_a_signal_the_hook_does_not_list_keeps_torchruns_handling_and_ends_every_rank(
+        name, signals, launcher_code, tmp_path, shapes_root):
+    number = signal.Signals[name]
+    cfg = write_preemption_config(tmp_path, 'seg', 'unlisted', shapes_root, _pause(0), signals)
+    ranks = []
+
+    def send(proc, line: str) -> str:
+        if ranks or not line.startswith('PauseUntilSignalled: holding'):
+            return ''
+        ranks.extend(_descendants(proc.pid))
+        os.killpg(proc.pid, number)
+        return f'[test] {name} to the launcher\'s group; its processes: {ranks}\n'
+
+    run = _dist_train(cfg, tmp_path=tmp_path, on_line=send)
+    assert run.returncode == launcher_code, run.stdout[-6000:]
+    # the output closes when the last rank has ended: they ended with the launcher
+    deadline = time.monotonic() + 60  # dataloader workers poll for their rank every 5 s
+    while any(_alive(pid) for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ranks and not [pid for pid in ranks if _alive(pid)], run.stdout[-6000:]
+    assert 'received; saving' not in run.stdout
+    assert not list((tmp_path / 'unlisted').glob('preempted_iter_*.pth'))
+
+
+@pytest.mark.e2e
+def test_a_hook_signal_no_launcher_can_forward_is_refused_at_start(tmp_path, shapes_root):
+    cfg = write_preemption_config(tmp_path, 'det', 'cont', shapes_root, signals=('SIGCONT', ))
+    refused = _dist_train(cfg, tmp_path=tmp_path)
+    assert refused.returncode != 0
+    assert ("mmevt.apis.torchrun: the config's PreemptionCheckpointHook: signals has SIGCONT, "
+            'which cannot ask a run to stop') in refused.stdout, refused.stdout[-4000:]
+    assert not (tmp_path / 'cont').exists()  # no rank started
+    # the Slurm scripts ask the same question before they submit
+    sbatch = subprocess.run([sys.executable, '-m', 'mmevt.apis.run_signals', '--sbatch', cfg],
+                            cwd=REPO, capture_output=True, text=True)
+    assert sbatch.returncode != 0 and 'has SIGCONT' in sbatch.stderr, sbatch.stderr
 
 
 @pytest.fixture(scope='module')
@@ -270,7 +282,7 @@ def _config(tmp_path, cls_root, name, extra=''):
     from cls_tiny import tiny_cls_config
     # random crops and flips in a persistent worker, 2 epochs of 3 iterations per process;
     # GroupNorm and no drop path: the run is a function of its data and seeds
-    text = tiny_cls_config(cls_root, str(tmp_path / name)) + f'''
+    text = tiny_cls_config(cls_root, str(tmp_path / name)) + '''
 model['backbone'].update(drop_path_rate=0., norm_cfg=dict(type='GN', num_groups=1))
 model['neck'] = dict(_delete_=True, type='GlobalAveragePooling')
 model['head']['in_channels'] = 128
@@ -286,7 +298,7 @@ train_dataloader.update(batch_size=2, num_workers=1, persistent_workers=True,
                         sampler=dict(type='DefaultSampler', shuffle=True))
 train_cfg = dict(max_epochs=2, val_interval=10)
 randomness = dict(seed=0, deterministic=True)
-env_cfg = dict(dist_cfg=dict(backend='gloo'))
+env_cfg = dict(dist_cfg=dict(backend='gloo', timeout=''' + str(COLLECTIVE_TIMEOUT) + '''))
 model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
 default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=1))
 custom_hooks = [dict(type='PreemptionCheckpointHook')]
@@ -331,6 +343,62 @@ def test_the_hook_refuses_what_it_cannot_use():
         PreemptionCheckpointHook(exit_code=0)
     with pytest.raises(ValueError, match='signals is empty'):
         PreemptionCheckpointHook(signals=())
+    for name in ('SIGKILL', 'SIGSTOP', 'SIGCHLD', 'SIGCONT', 'SIGSEGV', 'SIGPIPE'):
+        with pytest.raises(ValueError, match=f'has {name}, which cannot ask a run to stop'):
+            PreemptionCheckpointHook(signals=('SIGTERM', name))
+    assert PreemptionCheckpointHook(signals=('USR2', 'SIGUSR2', 10)).signals == [12, 10]
+
+
+def test_the_launchers_read_the_stop_signals_from_the_run_s_config(tmp_path):
+    from mmevt.apis.run_signals import sbatch_signal, stop_signals_of_run
+    from mmevt.apis.torchrun import torchrun_signals
+    hook = "custom_hooks = [dict(type='mmevt.PreemptionCheckpointHook'{})]\n"
+    configs = {'default': hook.format(''), 'usr2': hook.format(", signals=['SIGUSR2']"),
+               'none': 'custom_hooks = []\n'}
+    for name, text in configs.items():
+        write_config(tmp_path / f'{name}.py', text)
+    read = {name: stop_signals_of_run([str(tmp_path / f'{name}.py'), '--launcher', 'pytorch'])
+            for name in configs}
+    assert read == {'default': (signal.SIGTERM, signal.SIGUSR1), 'usr2': (signal.SIGUSR2, ),
+                    'none': ()}
+    # --cfg-options win, as in the run; no config among the arguments: None
+    assert stop_signals_of_run([str(tmp_path / 'default.py'), '--cfg-options',
+                                'custom_hooks.0.signals=[SIGHUP]']) == (signal.SIGHUP, )
+    assert stop_signals_of_run(['--launcher', 'pytorch']) is None
+    # Slurm's early signal: the first that is not SIGTERM (it comes at the limit anyway)
+    assert [sbatch_signal(read[n]) for n in ('default', 'usr2', 'none')] == ['USR1', 'USR2', '']
+    assert sbatch_signal((signal.SIGTERM, )) == 'TERM'
+    # torchrun keeps handling what is not forwarded
+    assert torchrun_signals('SIGTERM,SIGINT,SIGHUP,SIGQUIT', read['default']) == \
+        'SIGINT,SIGHUP,SIGQUIT'
+    assert torchrun_signals('SIGTERM,SIGINT,SIGHUP,SIGQUIT', read['usr2']) == \
+        'SIGTERM,SIGINT,SIGHUP,SIGQUIT'
+
+
+def test_a_guarded_rank_ends_when_its_launcher_is_killed(tmp_path):
+    from mmevt.apis.torchrun import RANK_GUARD
+    # a launcher that starts one rank through the guard (the rank sleeps), then waits
+    launcher = subprocess.Popen([sys.executable, '-c', f"""
+import os, subprocess, sys, time
+os.environ['MMEVT_LAUNCHER_PID'] = str(os.getpid())
+rank = subprocess.Popen([sys.executable, '-u', {RANK_GUARD!r}, '-c',
+                         'import time; print("rank up", flush=True); time.sleep(600)'],
+                        start_new_session=True)
+print(rank.pid, flush=True)
+time.sleep(600)
+"""], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = {launcher.stdout.readline().strip() for _ in range(2)}
+        assert 'rank up' in lines  # the guard exec'd the rank
+        rank = int((lines - {'rank up'}).pop())
+        assert rank in child_pids(launcher.pid)  # the same pid, still the launcher's child
+    finally:
+        launcher.kill()
+        launcher.wait()
+    deadline = time.monotonic() + HANG_TIMEOUT
+    while _alive(rank):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
 
 
 def test_sample_seeds_depend_on_seed_epoch_and_index_only():

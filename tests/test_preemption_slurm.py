@@ -1,6 +1,7 @@
 """Preemption on a real Slurm: ``SBATCH=1 tools/slurm_train.sh`` (``tools/slurm_train.sbatch``)
-signalled mid-epoch by ``scancel --signal=USR1``, or by its time limit, saves, requeues
-itself, resumes and ends with the weights of an uninterrupted run.
+signalled mid-epoch by ``scancel --signal=TERM`` or ``--signal=USR1``, or by its time limit
+(``--signal=USR2@120``, the early signal the config's hook chose), saves, requeues itself,
+resumes and ends with the weights of an uninterrupted run.
 
 The signalled run holds at the end of its first iteration until the signal has reached
 its rank (``PauseUntilSignalled``, tests/fixtures), so that it lands mid-epoch whatever the
@@ -20,26 +21,11 @@ import time
 import pytest
 import torch
 
-from helpers import HANG_TIMEOUT, REPO, load_weights
+from helpers import (FIXTURES, HANG_TIMEOUT, PREEMPTION_KINDS, REPO, assert_same_weights, job_env,
+                     load_weights, write_preemption_config)
 from slurm_cluster import free_port
-from test_cluster import DEMO_CFG, job_env
-from test_preemption import FIXTURES, KINDS, assert_same_weights, write_preemption_config
 
 IN_CLUSTER = pytest.mark.xdist_group('slurm')  # the cluster tests' group: one cluster a run
-
-CONFIG = '''
-_base_ = {base!r}
-custom_imports = dict(imports=['mmevt', 'pause_until_signalled'], allow_failed_imports=False)
-custom_hooks = [dict(type='PreemptionCheckpointHook')] + {pause}
-data_root = {root!r}
-train_dataloader = dict(batch_size=2, dataset=dict(data_root=data_root))
-val_dataloader = dict(dataset=dict(data_root=data_root))
-test_dataloader = val_dataloader
-val_evaluator = dict(ann_file=data_root + 'annotations/instances_validation.json')
-test_evaluator = val_evaluator
-train_cfg = dict(max_epochs=2, val_begin=3)  # 4 iterations, no validation
-default_hooks = dict(logger=dict(interval=1), checkpoint=dict(interval=2))
-'''
 
 ENDED = ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY',
          'BOOT_FAIL', 'DEADLINE')
@@ -47,23 +33,24 @@ ENDED = ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEM
 
 @pytest.fixture(scope='module')
 def preempt_configs(shapes_root, tmp_path_factory) -> dict:
-    """'plain' / 'signalled' -> a config; 'pythonpath': where they and the pause hook
-    (``tests/fixtures/pause_until_signalled.py``) are."""
+    """The demo detection config, preemptible (``helpers.write_preemption_config``): 'plain',
+    'signalled' (held at its first iteration until the hook has a signal) and
+    'signalled_usr2' (the same, its hook stopping on SIGUSR2 only) -> a config;
+    'pythonpath': where they and the fixtures (``tests/fixtures``) are."""
     folder = tmp_path_factory.mktemp('preempt_slurm')
-    root = shapes_root.rstrip('/') + '/'
-    cfgs = {}
-    for name, pause in (('plain', '[]'), ('signalled', str([dict(
-            type='PauseUntilSignalled', iteration=0, timeout=HANG_TIMEOUT)]))):
-        cfgs[name] = str(folder / f'{name}.py')
-        with open(cfgs[name], 'w') as f:
-            f.write(CONFIG.format(base=DEMO_CFG, root=root, pause=pause))
+    pause = [dict(type='PauseUntilSignalled', iteration=0, timeout=HANG_TIMEOUT)]
+    cfgs = {name: write_preemption_config(folder, 'det', name, shapes_root, *args)
+            for name, args in (('plain', ()), ('signalled', (pause, )),
+                               ('signalled_usr2', (pause, ('SIGUSR2', ))))}
     cfgs['pythonpath'] = f'{folder}:{FIXTURES}'
     return cfgs
 
 
-def submit(cluster, cfg: str, pythonpath: str, work: str, name: str, sbatch: str = '') -> str:
+def submit(cluster, cfg: str, pythonpath: str, work: str, name: str, sbatch: str = '',
+           early: str = 'USR1') -> str:
     """``SBATCH=1 tools/slurm_train.sh`` on 2 tasks of one node (``sbatch``: more
-    ``SBATCH_ARGS``); the job id."""
+    ``SBATCH_ARGS``; ``early``: the signal the config's hook makes it ask for); the job
+    id."""
     os.makedirs(work, exist_ok=True)
     env = job_env(pythonpath, cluster, SBATCH='1', GPUS='2', GPUS_PER_NODE='0',
                   MASTER_PORT=str(free_port()), SRUN_ARGS='--nodes=1',
@@ -72,9 +59,10 @@ def submit(cluster, cfg: str, pythonpath: str, work: str, name: str, sbatch: str
                           cwd=REPO, env=env, timeout=120, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # the command it submitted: requeueable, appending, USR1 to the tasks, resume on
+    # the command it submitted: requeueable, appending, the hook's early signal to the tasks,
+    # resume on
     assert re.search(r'sbatch --parsable -p cpu --job-name=\S+ --ntasks=2 --cpus-per-task=1 '
-                     r'--requeue --open-mode=append --signal=USR1@120 .*slurm_train\.sbatch '
+                     rf'--requeue --open-mode=append --signal={early}@120 .*slurm_train\.sbatch '
                      r'srun .*--launcher=slurm .*--resume', proc.stderr), proc.stderr
     return proc.stdout.strip().split(';')[0]
 
@@ -117,10 +105,12 @@ def uninterrupted(slurm_cluster, preempt_configs, tmp_path_factory) -> tuple:
     return work, log, time.monotonic() - start
 
 
-def assert_requeued_and_resumed(cluster, job: str, work: str, uninterrupted: tuple) -> None:
-    """The job, signalled at its first iteration (held there by ``PauseUntilSignalled``),
-    saved, was requeued once, resumed in the same output file and ended with the weights of
-    the uninterrupted run, iteration by iteration the same losses."""
+def assert_requeued_and_resumed(cluster, job: str, work: str, uninterrupted: tuple,
+                                name: str) -> None:
+    """The job, signalled by ``name`` at its first iteration (held there by
+    ``PauseUntilSignalled``), saved, was requeued once, resumed in the same output file and
+    ended with the weights of the uninterrupted run, iteration by iteration the same
+    losses."""
     log = read(osp.join(work, 'slurm.out'))
     assert job_field(cluster, job, 'JobState') == 'COMPLETED', log[-6000:]
     assert job_field(cluster, job, 'Restarts') == '1'
@@ -128,10 +118,10 @@ def assert_requeued_and_resumed(cluster, job: str, work: str, uninterrupted: tup
     first, _, second = log.partition(f'mmevt: job {job} start 1 ')
     assert second, log[-6000:]
     assert f'mmevt: job {job} start 0 ' in first
-    assert ('PreemptionCheckpointHook: SIGUSR1 received; saving preempted_iter_1.pth at epoch 0, '
+    assert (f'PreemptionCheckpointHook: {name} received; saving preempted_iter_1.pth at epoch 0, '
             'iteration 1, batch 1 of the epoch, then exiting with 75') in first, first[-6000:]
     assert f'mmevt: job {job}: srun exited 75 (preempted, checkpoint saved): requeueing' in first
-    assert ('PreemptionCheckpointHook: resuming the run stopped by SIGUSR1 at epoch 0, '
+    assert (f'PreemptionCheckpointHook: resuming the run stopped by {name} at epoch 0, '
             'iteration 1, batch 1 of the epoch') in second, second[-6000:]
     # iteration by iteration the same epoch, lr and losses as the uninterrupted run: 1 before
     # the signal, 3 after it (the trained batch is not trained again). mmengine numbers the
@@ -157,17 +147,19 @@ def wait_training(cluster, job: str, work: str, line: str = 'Epoch(train) [1][1/
 
 @IN_CLUSTER
 @pytest.mark.e2e
-def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, preempt_configs,
-                                                                uninterrupted, tmp_path):
+def test_a_sigterm_signalled_batch_job_requeues_resumes_and_matches(
+        slurm_cluster, preempt_configs, uninterrupted, tmp_path):
     work = str(tmp_path / 'signalled')
     start = time.monotonic()
     job = submit(slurm_cluster, preempt_configs['signalled'], preempt_configs['pythonpath'],
                  work, 'evt-preempt')
     wait_training(slurm_cluster, job, work)  # held at its first iteration
     signalled = time.monotonic()
-    slurm_cluster.run('scancel', '--signal=USR1', job)  # to the tasks, not the batch shell
+    # the hook's default SIGTERM, to the tasks, not the batch shell (scancel without --signal
+    # would cancel the job)
+    slurm_cluster.run('scancel', '--signal=TERM', job)
     wait_job(slurm_cluster, job)
-    assert_requeued_and_resumed(slurm_cluster, job, work, uninterrupted)
+    assert_requeued_and_resumed(slurm_cluster, job, work, uninterrupted, 'SIGTERM')
     print(f'\nWALL uninterrupted {uninterrupted[2]:.1f} s, signalled + requeued '
           f'{time.monotonic() - start:.1f} s (signal after {signalled - start:.1f} s)')
 
@@ -186,7 +178,7 @@ def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, 
     state = wait_job(slurm_cluster, job)
     log = read(osp.join(early, 'slurm.out'))
     assert state == 'COMPLETED', log[-6000:]
-    assert 'resuming the run stopped by SIGUSR1 at epoch 0, iteration 1, batch 0' in log
+    assert 'resuming the run stopped by SIGTERM at epoch 0, iteration 1, batch 0' in log
     plain = load_weights(osp.join(uninterrupted[0], 'epoch_2.pth'))
     wrong = load_weights(osp.join(early, 'epoch_2.pth'))
     assert any(not torch.equal(plain[k], wrong[k]) for k in plain)
@@ -196,13 +188,15 @@ def test_a_usr1_signalled_batch_job_requeues_resumes_and_matches(slurm_cluster, 
 @pytest.mark.e2e
 def test_a_batch_job_at_its_time_limit_requeues_resumes_and_matches(
         slurm_cluster, preempt_configs, uninterrupted, tmp_path):
-    # --time=3 with the submitted --signal=USR1@120: Slurm signals the tasks about a minute
-    # after the start (sbatch(1): up to 60 s before that; 1 s before it, measured here),
-    # while the run holds at its first iteration; nothing but the time limit signals it
+    # a hook that stops on SIGUSR2 only (SIGTERM keeps its meaning): the job asks for
+    # --signal=USR2@120, and with --time=3 Slurm signals the tasks about a minute after the
+    # start (sbatch(1): up to 60 s before that; 1 s before it, measured here), while the run
+    # holds at its first iteration; nothing but the time limit signals it
     work = str(tmp_path / 'limited')
     start = time.monotonic()
-    job = submit(slurm_cluster, preempt_configs['signalled'], preempt_configs['pythonpath'],
-                 work, 'evt-limited', sbatch='--time=3')
+    job = submit(slurm_cluster, preempt_configs['signalled_usr2'],
+                 preempt_configs['pythonpath'], work, 'evt-limited', sbatch='--time=3',
+                 early='USR2')
     assert job_field(slurm_cluster, job, 'TimeLimit') == '00:03:00'
     wait_training(slurm_cluster, job, work)
     training = time.monotonic()
@@ -215,7 +209,7 @@ def test_a_batch_job_at_its_time_limit_requeues_resumes_and_matches(
     # the requeued start gets a limit it cannot reach: one signal in this test
     slurm_cluster.run('scontrol', 'update', f'JobId={job}', 'TimeLimit=30')
     wait_job(slurm_cluster, job)
-    assert_requeued_and_resumed(slurm_cluster, job, work, uninterrupted)
+    assert_requeued_and_resumed(slurm_cluster, job, work, uninterrupted, 'SIGUSR2')
     print(f'\nWALL time-limited + requeued {time.monotonic() - start:.1f} s (training after '
           f'{training - start:.1f} s, requeued after {requeued - start:.1f} s)')
 
@@ -227,13 +221,12 @@ def test_an_iteration_based_batch_job_signalled_by_scancel_resumes_and_matches(
     # the demo segmentation config of tests/test_preemption.py (IterBasedTrainLoop, mmseg's
     # InfiniteSampler, a persistent worker): Slurm signals every process of the step, the
     # dataloader workers included, which an iteration-based loop starts before the hook runs
-    root = shapes_root.rstrip('/') + '/'
     pythonpath = f'{tmp_path}:{FIXTURES}'
     runs = {}
     for name, pause in (('plain', []), ('signalled', [dict(
             type='PauseUntilSignalled', iteration=2, timeout=HANG_TIMEOUT)])):
         work = str(tmp_path / name)
-        cfg = write_preemption_config(tmp_path, 'seg', name, root, pause)
+        cfg = write_preemption_config(tmp_path, 'seg', name, shapes_root, pause)
         job = submit(slurm_cluster, cfg, pythonpath, work, f'evt-seg-{name}')
         if pause:
             wait_training(slurm_cluster, job, work, 'PauseUntilSignalled: holding')
@@ -248,6 +241,6 @@ def test_an_iteration_based_batch_job_signalled_by_scancel_resumes_and_matches(
     assert f'mmevt: job {job}: srun exited 75 (preempted, checkpoint saved): requeueing' in log
     assert 'resuming the run stopped by SIGUSR1 at iteration 3' in log
     assert 'killed by signal' not in log
-    last = KINDS['seg'][2]
+    last = PREEMPTION_KINDS['seg'][2]
     assert_same_weights(load_weights(osp.join(runs['plain'][0], last)),
                           load_weights(osp.join(work, last)))

@@ -4,7 +4,7 @@ import os
 import pytest
 import torch
 
-from helpers import HANG_TIMEOUT, REPO, load_weights, run_tool
+from helpers import COLLECTIVE_TIMEOUT, HANG_TIMEOUT, REPO, load_weights, run_tool
 from slurm_cluster import free_port
 from mmevt.models import EVT
 from mmevt.ops import input_checks_enabled, set_input_checks
@@ -131,7 +131,7 @@ train_dataloader['dataset']['pipeline'] = test_pipeline
 # samples, so a 2-process epoch is not the 1-process one: compare with plain sampling
 train_dataloader['sampler'] = dict(type='DefaultSampler', shuffle=True)
 randomness = dict(seed=0, deterministic=True)
-env_cfg = dict(dist_cfg=dict(backend='gloo'))
+env_cfg = dict(dist_cfg=dict(backend='gloo', timeout=''' + str(COLLECTIVE_TIMEOUT) + '''))
 model_wrapper_cfg = dict(type='MMDistributedDataParallel', device_ids=None)
 ''' + extra
     path = tmp_path / f'{work.name}.py'

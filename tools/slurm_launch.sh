@@ -11,8 +11,10 @@
 #   SRUN_ARGS      more srun options, e.g. "--nodes=2 --ntasks-per-node=1" or "--time=1-0"
 #   PYTHON         the interpreter (default python)
 #   SBATCH=1       submit the srun as a requeueable batch job (tools/slurm_train.sbatch,
-#                  sbatch --parsable --requeue --open-mode=append --signal=USR1@120; prints the
-#                  job id and returns) instead of running it here
+#                  sbatch --parsable --requeue --open-mode=append --signal=SIG@120, SIG the
+#                  early signal of the config's PreemptionCheckpointHook, none without it:
+#                  python -m mmevt.apis.run_signals; prints the job id and returns) instead of
+#                  running it here
 #   SBATCH_ARGS    more sbatch options, e.g. "--output=work_dirs/x/slurm-%j.out --time=1-0"
 # SCRIPT is relative to this folder unless absolute (the toolkits' own tools/train.py too).
 set -euo pipefail
@@ -58,10 +60,15 @@ export PYTHONPATH="$TOOLS/..":${PYTHONPATH:-}
 set -x
 if [ "${SBATCH:-0}" = 1 ]; then
     # the allocation is the step's resources; the batch script runs the srun above and
-    # requeues on the preemption exit code. USR1, not B:USR1: Slurm signals the tasks.
+    # requeues on the preemption exit code. The early signal is one the config's hook stops
+    # on (a hook signal no launcher can forward is refused here, named); SIG, not B:SIG:
+    # Slurm signals the tasks.
     read -r -a EXTRA_SBATCH <<< "${SBATCH_ARGS:-}"
+    early=$("${PYTHON:-python}" -m mmevt.apis.run_signals --sbatch "${@:5}")
+    SIGNAL=()
+    [ -n "$early" ] && SIGNAL=(--signal="$early@120")
     exec sbatch --parsable -p "$PARTITION" --job-name="$JOB_NAME" "${RESOURCES[@]}" \
-        --requeue --open-mode=append --signal=USR1@120 "${EXTRA_SBATCH[@]}" \
+        --requeue --open-mode=append "${SIGNAL[@]}" "${EXTRA_SBATCH[@]}" \
         "$TOOLS/slurm_train.sbatch" "${SRUN[@]}"
 fi
 "${SRUN[@]}"

@@ -1,30 +1,36 @@
 """torchrun for preemptible runs: ``python -m mmevt.apis.torchrun [torchrun options]``.
 
 ``tools/dist_train.sh`` / ``tools/dist_test.sh`` start the ranks with this instead of
-``python -m torch.distributed.run``; every torchrun option works unchanged. What differs is
-the preemption signals (``SIGTERM`` and ``SIGUSR1``, :class:`PreemptionCheckpointHook`'s):
+``python -m torch.distributed.run``; every torchrun option works unchanged. What differs:
 
-- torchrun starts each rank in a session of its own, so ``kill -TERM -PGID`` of the launcher
-  (what a terminal, a batch system or ``timeout`` sends) reaches the launcher only. On
-  ``SIGTERM`` torchrun 2.14 sends the signal on to the ranks but kills them with ``SIGKILL``
-  after its shutdown timeout, and a ``SIGUSR1`` (not among the signals it handles by default)
-  ends torchrun and leaves the ranks running, unsignalled. Here the launcher forwards both to
-  every rank's process group (the rank and its dataloader workers), as often as it receives
-  them, and keeps monitoring the ranks: they save at their next iteration boundary and exit.
-- When every rank that failed exited with :data:`PREEMPTED_EXIT_CODE` (the ranks saved and
-  stopped), the launcher exits with it too, where torchrun would exit with 1.
-
-Other signals (``SIGINT``, ``SIGHUP``, ``SIGQUIT``) keep torchrun's handling.
+- **The run's stop signals are forwarded.** torchrun starts each rank in a session of its
+  own, so ``kill -SIG -PGID`` of the launcher (what a terminal, a batch system or
+  ``timeout`` sends) reaches the launcher only. The launcher reads the signals the run's
+  config gives its ``PreemptionCheckpointHook`` (:mod:`mmevt.apis.run_signals`) and sends
+  each one it receives on to every rank's process group (the rank and its dataloader
+  workers), as often as it receives them, while it keeps monitoring the ranks: they save at
+  their next iteration boundary and exit. torchrun itself would kill the ranks after its
+  shutdown timeout on SIGTERM, and die of any signal outside its ``--signals-to-handle``.
+  Every other signal keeps torchrun's handling; a config without the hook forwards none.
+- **No rank outlives the launcher.** Each rank starts through :mod:`mmevt.apis.rank_guard`,
+  which has the kernel send it SIGKILL when the launcher ends (``PR_SET_PDEATHSIG``), for
+  whatever reason: a signal torchrun does not handle, SIGKILL, a crash.
+- **The preemption exit code passes through.** When every rank that failed exited with
+  :data:`PREEMPTED_EXIT_CODE` (the ranks saved and stopped), the launcher exits with it too,
+  where torchrun would exit with 1.
 """
 import os
+import os.path as osp
 import signal
 import sys
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from ..engine.preemption import PREEMPTED_EXIT_CODE
+from ..engine.stop_signals import signal_name
+from .run_signals import stop_signals_of_run
 
-FORWARDED = (signal.SIGTERM, signal.SIGUSR1)
-TORCHRUN_HANDLED = 'SIGINT,SIGHUP,SIGQUIT'  # torchrun's defaults less the forwarded ones
+RANK_GUARD = osp.join(osp.dirname(osp.abspath(__file__)), 'rank_guard.py')
+LAUNCHER_PID_ENV = 'MMEVT_LAUNCHER_PID'
 
 
 def child_pids(parent: int) -> List[int]:
@@ -64,14 +70,41 @@ def exit_code_of(failures: dict) -> int:
     return PREEMPTED_EXIT_CODE if codes == {PREEMPTED_EXIT_CODE} else 1
 
 
+def torchrun_signals(handled: str, forwarded: Sequence[int]) -> str:
+    """torchrun's ``--signals-to-handle`` (``handled``) less the ``forwarded`` ones."""
+    names = {signal_name(n) for n in forwarded}
+    return ','.join(s for s in handled.split(',') if s.strip() and s.strip() not in names)
+
+
+def guard_ranks(args) -> None:
+    """Start each rank of torchrun's parsed ``args`` through :mod:`mmevt.apis.rank_guard`
+    (``python -u rank_guard.py [--module | --no-python] TARGET ARGS``)."""
+    if args.no_python:
+        mode = ['--no-python']
+    elif args.module:
+        mode = ['--module']
+    else:
+        mode = []
+    args.training_script_args = mode + [args.training_script] + list(args.training_script_args)
+    args.training_script, args.module, args.no_python = RANK_GUARD, False, False
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     from torch.distributed import run
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    argv = sys.argv[1:] if argv is None else list(argv)
-    for number in FORWARDED:
-        signal.signal(number, forward_to_ranks)
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, record
+    args = run.parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        run.main([f'--signals-to-handle={TORCHRUN_HANDLED}'] + argv)
+        forwarded = stop_signals_of_run(args.training_script_args) or ()
+    except ValueError as error:  # a hook signal no launcher can forward: refused at start
+        raise SystemExit(f'mmevt.apis.torchrun: {error}')
+    for number in forwarded:
+        signal.signal(number, forward_to_ranks)
+    args.signals_to_handle = torchrun_signals(args.signals_to_handle, forwarded)
+    os.environ[LAUNCHER_PID_ENV] = str(os.getpid())  # the ranks' environment
+    if not args.run_path:  # (--run-path runs the script in this process: no ranks to guard)
+        guard_ranks(args)
+    try:
+        record(run.run)(args)  # what run.main does once it has parsed the arguments
     except ChildFailedError as error:
         code = exit_code_of(error.failures)
         if code == PREEMPTED_EXIT_CODE:

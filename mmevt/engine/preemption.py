@@ -34,186 +34,30 @@ checkpoint write lets the write finish (mmevt makes mmengine's writes atomic, so
 killed while writing never leaves a half-written file under the checkpoint's name).
 
 The process that receives the signal first does not matter: the launcher
-(:mod:`mmevt.apis.torchrun`, behind ``tools/dist_train.sh``) forwards it to every rank's
-process group, each rank records it, and every worker ignores it.
+(:mod:`mmevt.apis.torchrun`, behind ``tools/dist_train.sh``) reads the hook's signals from the
+config and forwards them to every rank's process group, each rank records it, and every
+worker ignores it. The sample stream's side (seeds, tagged batches, workers):
+:mod:`mmevt.engine.sample_stream`; which signals may stop a run: :mod:`mmevt.engine.stop_signals`.
 """
 import atexit
 import multiprocessing
-import os
 import os.path as osp
-import random
 import signal
-import zlib
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
-import numpy as np
 import torch
 from mmengine.hooks import Hook
-from torch.utils.data import DataLoader
 from mmengine.logging import print_log
+
+from .sample_stream import (CountSkipped, IgnoreSignalsInWorker, PreemptibleBatches,
+                            SeededPipeline, datasets_of, random_states, sampler_of,
+                            set_random_states, started_iterators, stop_train_workers,
+                            stop_workers)
+from .stop_signals import DEFAULT_STOP_SIGNALS, signal_name, stop_signal_numbers
 
 # sysexits.h's EX_TEMPFAIL: "a temporary failure; the user is invited to retry"
 PREEMPTED_EXIT_CODE = 75
 CHECKPOINT_KEY = 'preemption'
-
-
-def _signal_number(name: Union[str, int]) -> int:
-    if isinstance(name, int):
-        return name
-    number = getattr(signal, str(name).upper(), None)
-    if not isinstance(number, signal.Signals):
-        raise ValueError(f'PreemptionCheckpointHook: signals has {name!r}, which is no signal '
-                         "of this platform; use names such as 'SIGTERM', 'SIGUSR1'")
-    return int(number)
-
-
-def random_states() -> Dict[str, Any]:
-    """This process's python, numpy, torch and CUDA random generator states."""
-    states = dict(python=random.getstate(), numpy=np.random.get_state(),
-                  torch=torch.get_rng_state())
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states['cuda'] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def set_random_states(states: Dict[str, Any]) -> None:
-    """Restore what :func:`random_states` returned."""
-    random.setstate(states['python'])
-    np.random.set_state(states['numpy'])
-    torch.set_rng_state(states['torch'])
-    if 'cuda' in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states['cuda'])
-
-
-def sample_seed(seed: int, epoch: int, index: int) -> int:
-    """The augmentation seed of sample ``index`` in ``epoch`` of a run seeded ``seed``."""
-    return zlib.crc32(f'{seed}/{epoch}/{index}'.encode())
-
-
-class SeededPipeline:
-    """A dataset's pipeline whose randomness, per sample, is seeded by
-    :func:`sample_seed` of the run's seed, the current epoch and the sample's index
-    (``data_info['sample_idx']``, which mmengine's datasets set); the process's own random
-    states are left as they were. ``epoch`` is shared memory, so persistent dataloader
-    workers see the epoch the main process is in."""
-
-    def __init__(self, pipeline: Callable, seed: int, epoch: Any):
-        self.pipeline, self.seed, self.epoch = pipeline, seed, epoch
-
-    def __call__(self, data_info: dict) -> Any:
-        saved = random_states()
-        index = data_info.get('sample_idx', 0)
-        # the epoch the sampler drew the index in (SampleIndex), else the runner's epoch
-        epoch = getattr(index, 'epoch', self.epoch.value)
-        seed = sample_seed(self.seed, epoch, index)
-        random.seed(seed)
-        np.random.seed(seed)
-        torch.manual_seed(seed)
-        try:
-            return self.pipeline(data_info)
-        finally:
-            set_random_states(saved)
-
-    def __getattr__(self, name: str) -> Any:  # transforms, __repr__ helpers: the pipeline's
-        return getattr(self.__dict__['pipeline'], name)
-
-
-class SampleIndex(int):
-    """A dataset index that knows the sampler epoch it was drawn in: :class:`SeededPipeline`
-    seeds by it. mmengine's datasets pass the index on as ``data_info['sample_idx']``, and
-    the index travels to the dataloader workers with the batch, so the epoch is the one of
-    the draw even when workers prefetch across an epoch's end. An infinite sampler (one
-    ``__iter__`` for the whole run, as iteration-based configs use) counts an epoch per
-    ``len(sampler)`` draws, so a sample's augmentations differ from pass to pass."""
-
-    epoch: int
-
-    def __new__(cls, index: int, epoch: int) -> 'SampleIndex':
-        self = super().__new__(cls, index)
-        self.epoch = epoch
-        return self
-
-    def __reduce__(self):
-        return SampleIndex, (int(self), self.epoch)
-
-
-class _PreemptibleBatches:
-    """The batch sampler of a run with the hook: its next iteration skips its first ``skip``
-    batches (the ones a preempted run trained), and, with ``tag`` set, yields each index as
-    a :class:`SampleIndex`; otherwise it iterates as the batch sampler it wraps."""
-
-    def __init__(self, batch_sampler: Any, sampler: Any, tag: bool, skip: int = 0):
-        self.batch_sampler, self.sampler, self.tag, self.skip = (batch_sampler, sampler, tag,
-                                                                 skip)
-        self.skipped_samples = 0  # drawn past by the sampler's own skip() (onedl-mmengine)
-
-    def __iter__(self):
-        batches = iter(self.batch_sampler)
-        skip, self.skip = self.skip, 0
-        drawn, self.skipped_samples = self.skipped_samples, 0
-        drawn += sum(len(next(batches, ())) for _ in range(skip))
-        if not self.tag:
-            yield from batches
-            return
-        first = getattr(self.sampler, 'epoch', 0)
-        size = max(len(self.sampler), 1)
-        for batch in batches:
-            tagged = []
-            for index in batch:
-                tagged.append(SampleIndex(index, first + drawn // size))
-                drawn += 1
-            yield tagged
-
-    def __len__(self) -> int:
-        return len(self.batch_sampler)
-
-    def __getattr__(self, name: str) -> Any:  # batch_size, ...: the wrapped one's
-        return getattr(self.__dict__['batch_sampler'], name)
-
-
-class _CountSkipped:
-    """A sampler's ``skip(num_samples)`` (onedl-mmengine's ``InfiniteSampler``: the stream
-    continues after its first ``num_samples`` indices) that tells ``batches`` how many
-    indices the stream skipped."""
-
-    def __init__(self, skip: Callable, batches: _PreemptibleBatches):
-        self.skip, self.batches = skip, batches
-
-    def __call__(self, num_samples: int) -> None:
-        self.skip(num_samples)
-        self.batches.skipped_samples = num_samples
-
-
-class _IgnoreSignalsInWorker:
-    """``worker_init_fn`` of a dataloader: the worker ignores ``signals`` while the run goes
-    on (the main process decides when to stop and still needs its data), then runs the
-    loader's own ``worker_init_fn``. Once the main process is stopping (``stopping`` set:
-    after the save, at the end of the run, at exit), a signal ends the worker as before:
-    torch and multiprocessing stop workers with SIGTERM."""
-
-    def __init__(self, signals: Sequence[int], stopping: Any, then: Optional[Callable]):
-        self.signals, self.stopping, self.then = tuple(signals), stopping, then
-
-    def _handle(self, number: int, frame: Any) -> None:
-        if self.stopping.value:
-            signal.signal(number, signal.SIG_DFL)
-            os.kill(os.getpid(), number)
-
-    def __call__(self, worker_id: int) -> None:
-        for number in self.signals:
-            signal.signal(number, self._handle)
-        if self.then is not None:
-            self.then(worker_id)
-
-
-def _datasets(dataset: Any) -> List[Any]:
-    """``dataset`` and the datasets inside wrappers (Concat, Repeat, ClassBalanced)."""
-    found = [dataset]
-    for inner in getattr(dataset, 'datasets', []) or []:
-        found += _datasets(inner)
-    if getattr(dataset, 'dataset', None) is not None:
-        found += _datasets(dataset.dataset)
-    return found
 
 
 def _by_epoch(loop: Any) -> bool:
@@ -247,47 +91,9 @@ def _position(state: dict) -> str:
     return f'iteration {state["iter"]}'
 
 
-def _sampler(loader: Any) -> Any:
-    sampler = getattr(loader.batch_sampler, 'sampler', None)
-    return loader.sampler if sampler is None else sampler
-
-
 def _is_loop(value: Any) -> bool:
     from mmengine.runner import BaseLoop
     return isinstance(value, BaseLoop)
-
-
-def _started_iterators(loop: Any, loader: Any) -> List[tuple]:
-    """``(owner, attribute)`` of each dataloader iterator over ``loader`` that ``loop``
-    holds: one it holds itself, or one inside a wrapper it holds (mmengine's
-    ``IterBasedTrainLoop.dataloader_iterator._iterator``)."""
-    from torch.utils.data.dataloader import _BaseDataLoaderIter
-    found = []
-    owners = [loop] + [v for v in vars(loop).values()
-                       if hasattr(v, '_iterator') and not isinstance(v, DataLoader)]
-    for owner in owners:
-        for name, value in vars(owner).items():
-            if isinstance(value, _BaseDataLoaderIter) and value._dataset is loader.dataset:
-                found.append((owner, name))
-    return found
-
-
-def _stop_workers(iterator: Any, loader: Any) -> None:
-    if hasattr(iterator, '_shutdown_workers'):
-        iterator._shutdown_workers()
-    if getattr(loader, '_iterator', None) is iterator:  # persistent workers: not reused
-        loader._iterator = None
-
-
-def _stop_train_workers(loop: Any) -> None:
-    """End the workers of ``loop``'s iterators the way the dataloader ends them. Left to the
-    interpreter's exit, multiprocessing would SIGTERM them, and torch would report each as
-    a worker killed by a signal."""
-    loader = loop.dataloader
-    for owner, name in _started_iterators(loop, loader):
-        _stop_workers(getattr(owner, name), loader)
-    if getattr(loader, '_iterator', None) is not None:  # persistent workers
-        _stop_workers(loader._iterator, loader)
 
 
 class PreemptionCheckpointHook(Hook):
@@ -295,8 +101,10 @@ class PreemptionCheckpointHook(Hook):
     docstring).
 
     Args:
-        signals (Sequence[str | int]): the signals that ask the run to stop. Defaults to
-            ``('SIGTERM', 'SIGUSR1')``.
+        signals (Sequence[str | int]): the signals that ask the run to stop, from
+            :data:`~mmevt.engine.stop_signals.STOP_SIGNALS_ALLOWED`; the launchers forward
+            exactly these. Defaults to :data:`~mmevt.engine.stop_signals.DEFAULT_STOP_SIGNALS`
+            (``('SIGTERM', 'SIGUSR1')``).
         exit_code (int): what every process exits with after the save. Defaults to
             :data:`PREEMPTED_EXIT_CODE` (75).
         seed_samples (bool): seed each sample's augmentations by (seed, epoch, index).
@@ -304,12 +112,9 @@ class PreemptionCheckpointHook(Hook):
     """
     priority = 'LOWEST'  # after the scheduler, EMA and checkpoint hooks of the iteration
 
-    def __init__(self, signals: Sequence[Union[str, int]] = ('SIGTERM', 'SIGUSR1'),
+    def __init__(self, signals: Sequence[Union[str, int]] = DEFAULT_STOP_SIGNALS,
                  exit_code: int = PREEMPTED_EXIT_CODE, seed_samples: bool = True):
-        if not signals:
-            raise ValueError('PreemptionCheckpointHook: signals is empty; give at least one '
-                             "signal name, e.g. ('SIGTERM', 'SIGUSR1')")
-        self.signals = [_signal_number(s) for s in signals]
+        self.signals = list(stop_signal_numbers(signals))
         if not isinstance(exit_code, int) or not 0 < exit_code < 256:
             raise ValueError(f'PreemptionCheckpointHook: exit_code must be an int in 1..255, '
                              f'got {exit_code!r}')
@@ -354,7 +159,7 @@ class PreemptionCheckpointHook(Hook):
         # again in before_train, once they ignore the signals
         loop = getattr(runner, '_train_loop', None)
         if _is_loop(loop):
-            _stop_train_workers(loop)
+            stop_train_workers(loop)
 
     def after_run(self, runner) -> None:
         self._restore()
@@ -372,12 +177,12 @@ class PreemptionCheckpointHook(Hook):
         self._protect_workers(loader)
         self._epoch.value = runner.epoch
         if self.seed_samples:
-            for dataset in _datasets(loader.dataset):
+            for dataset in datasets_of(loader.dataset):
                 if hasattr(dataset, 'pipeline') and not isinstance(dataset.pipeline,
                                                                    SeededPipeline):
                     dataset.pipeline = SeededPipeline(dataset.pipeline, runner.seed,
                                                       self._epoch)
-        state, sampler = self._resumed, _sampler(loader)
+        state, sampler = self._resumed, sampler_of(loader)
         if state is not None and state.get('sampler_seed') is not None and hasattr(
                 sampler, 'seed'):
             sampler.seed = state['sampler_seed']
@@ -390,35 +195,35 @@ class PreemptionCheckpointHook(Hook):
         # iteration-based loop advances its iterator itself
         skip = state['batch_idx'] if state is not None and _by_epoch(loop) else 0
         batches = loader.batch_sampler
-        if isinstance(batches, _PreemptibleBatches):
+        if isinstance(batches, PreemptibleBatches):
             batches = batches.batch_sampler
-        batches = _PreemptibleBatches(batches, sampler, self.seed_samples, skip)
+        batches = PreemptibleBatches(batches, sampler, self.seed_samples, skip)
         object.__setattr__(loader, 'batch_sampler', batches)
         if callable(getattr(sampler, 'skip', None)):
             # onedl-mmengine's iteration-based loop resumes by the sampler's skip(n), past
             # the batch sampler: the draws it skips still count for the samples' epochs
-            sampler.skip = _CountSkipped(getattr(sampler.skip, 'skip', sampler.skip),
+            sampler.skip = CountSkipped(getattr(sampler.skip, 'skip', sampler.skip),
                                          batches)
         # iterators a loop made before (with the old worker_init_fn, pipeline, seed and
         # batch sampler) start again, their workers with the signals ignored
-        for owner, name in _started_iterators(loop, loader):
-            _stop_workers(getattr(owner, name), loader)
+        for owner, name in started_iterators(loop, loader):
+            stop_workers(getattr(owner, name), loader)
             setattr(owner, name, iter(loader))
         if state is None:
             return
         self._batch_offset = state['batch_idx']
         print_log(f'PreemptionCheckpointHook: resuming the run stopped by '
-                  f'{signal.Signals(state["signal"]).name} at {_position(state)}',
+                  f'{signal_name(state["signal"])} at {_position(state)}',
                   logger='current')
 
     def _protect_workers(self, loader: Any) -> None:
-        if not isinstance(loader.worker_init_fn, _IgnoreSignalsInWorker):
-            loader.worker_init_fn = _IgnoreSignalsInWorker(self.signals, self._stopping,
+        if not isinstance(loader.worker_init_fn, IgnoreSignalsInWorker):
+            loader.worker_init_fn = IgnoreSignalsInWorker(self.signals, self._stopping,
                                                            loader.worker_init_fn)
 
     def after_train(self, runner) -> None:
         self._training = False
-        _stop_train_workers(runner.train_loop)
+        stop_train_workers(runner.train_loop)
 
     def before_train_epoch(self, runner) -> None:
         self._epoch.value = runner.epoch
@@ -482,11 +287,11 @@ class PreemptionCheckpointHook(Hook):
         from ..patches.atomic_writes import atomic_write
         state = dict(signal=number, iter=iteration, epoch=epoch, batch_idx=batch_idx,
                      by_epoch=_by_epoch(runner.train_loop),
-                     sampler_seed=getattr(_sampler(runner.train_loop.dataloader), 'seed',
+                     sampler_seed=getattr(sampler_of(runner.train_loop.dataloader), 'seed',
                                           None),
                      random_states=all_gather_object(random_states()))
         filename = f'preempted_iter_{state["iter"]}.pth'
-        print_log(f'PreemptionCheckpointHook: {signal.Signals(number).name} received; saving '
+        print_log(f'PreemptionCheckpointHook: {signal_name(number)} received; saving '
                   f'{filename} at {_position(state)}, then exiting with {self.exit_code}',
                   logger='current')
         # mmengine's save_checkpoint takes epoch and iteration from meta when given
@@ -497,7 +302,7 @@ class PreemptionCheckpointHook(Hook):
             atomic_write(path, osp.join(runner.work_dir, 'last_checkpoint'))
         barrier()  # every rank leaves after the file is complete
         self._restore()
-        _stop_train_workers(runner.train_loop)
+        stop_train_workers(runner.train_loop)
         # srun --kill-on-bad-exit (our slurm scripts', the toolkits') SIGTERMs the other tasks
         # as soon as one exits: a rank still on its way out would die of that signal and srun
         # return 143, not exit_code, and no requeue follow. The checkpoint is complete and this
