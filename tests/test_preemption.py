@@ -428,11 +428,11 @@ def test_sample_indices_carry_the_epoch_of_their_draw():
     from mmengine.dataset import DefaultSampler, InfiniteSampler
     from torch.utils.data import BatchSampler
 
-    from mmevt.engine.preemption import _PreemptibleBatches
+    from mmevt.engine.sample_stream import PreemptibleBatches
     data = list(range(4))
     # one __iter__ for the whole run: an epoch per len(sampler) draws
     infinite = InfiniteSampler(data, shuffle=True, seed=0)
-    batches = iter(_PreemptibleBatches(BatchSampler(infinite, 2, False), infinite, tag=True))
+    batches = iter(PreemptibleBatches(BatchSampler(infinite, 2, False), infinite, tag=True))
     drawn = [next(batches) for _ in range(6)]
     assert [[i.epoch for i in b] for b in drawn] == [[0, 0], [0, 0], [1, 1], [1, 1],
                                                      [2, 2], [2, 2]]
@@ -442,18 +442,18 @@ def test_sample_indices_carry_the_epoch_of_their_draw():
     # an epoch sampler: the epoch it is set to; skipped batches are not yielded
     sampler = DefaultSampler(data, shuffle=True, seed=0)
     sampler.set_epoch(3)
-    batches = list(_PreemptibleBatches(BatchSampler(sampler, 2, False), sampler, tag=True,
+    batches = list(PreemptibleBatches(BatchSampler(sampler, 2, False), sampler, tag=True,
                                        skip=1))
     assert len(batches) == 1 and {i.epoch for i in batches[0]} == {3}
     # untagged: the wrapped batch sampler's plain indices
-    plain = list(_PreemptibleBatches(BatchSampler(sampler, 2, False), sampler, tag=False))
+    plain = list(PreemptibleBatches(BatchSampler(sampler, 2, False), sampler, tag=False))
     assert not any(isinstance(i, SampleIndex) for b in plain for i in b)
 
 
 def test_the_seeded_pipeline_draws_by_the_epoch_of_the_index():
     import multiprocessing
 
-    from mmevt.engine.preemption import SeededPipeline
+    from mmevt.engine.sample_stream import SeededPipeline
     pipeline = SeededPipeline(lambda info: torch.rand(1).item(), seed=0,
                               epoch=multiprocessing.Value('i', 0, lock=False))
     draws = [pipeline(dict(sample_idx=SampleIndex(5, epoch)))
