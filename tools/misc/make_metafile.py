@@ -12,11 +12,11 @@ the paper's. The numbers are read from where the project keeps them (the convert
 ``README_TOP1*``, ``tools/analysis/model_table.py``'s ``PAPER``, :data:`EVT_PAPER_CLS`), never
 typed twice. RMT configs form a collection of their own, citing the RMT paper.
 
-Each model's ``Metadata`` has ``FLOPs`` and ``Parameters`` from
-:func:`mmevt.analysis.config_complexity` (what ``tools/analysis/get_flops.py`` prints; see
-:data:`COUNTED`). Counting builds every model and runs it once on the CPU, so a count is
-recorded in the metafile itself and kept: a run writes the counts already there and counts
-only the configs without one; ``--count`` recounts all (or the named configs). ``--check``
+Each model's ``Metadata`` has ``FLOPs`` and ``Parameters`` from mmevt's complexity counter
+(:func:`count_config`, :data:`COUNTED`). Counting every config takes minutes (each config is
+parsed, its model built on the ``meta`` device), so a count is recorded in the metafile
+itself and kept: a run writes the counts already there and counts only the configs without
+one; ``--count`` recounts all (or the named configs). ``--check``
 counts nothing. ``mmevt.hub`` registers the classification metafiles with mmpretrain at
 import; ``tests/test_packaging.py`` checks that every file written here is up to date and
 ``tests/test_docs_tables.py`` that every model has its counts, one of them recounted.
@@ -43,17 +43,18 @@ RMT_CODE = 'https://github.com/qhfan/RMT'
 # a Collection's ``Code``: the backbone's source in this repository (mmevt is published
 # nowhere else), at the package's version
 CODE_PATH = 'mmevt/models/backbones/evt.py'
-# how each toolkit's models are counted (one random input; 1 FLOP = 1 multiply-add): the
-# toolkits' default sizes (:data:`mmevt.toolkits.TOOLKIT_TABLE`), a classifier at its own
-# size (``-384px``); a detector's backbone + FPN only, since its RoI heads cost what its
-# proposals cost (as ``tools/analysis/model_table.py`` counts them)
+# what each task's Metadata counts (:func:`count_config`), at the toolkits' default sizes
+# (:data:`mmevt.toolkits.TOOLKIT_TABLE`): a classifier whole, at its own size; elsewhere the
+# backbone, which is what mmevt adds (the whole model: tools/analysis/get_flops.py CONFIG)
 COUNTED = {
-    'cls': 'the classifier at its input size (224 x 224, or 384 x 384 for `-384px`)',
-    'det': 'backbone + FPN at 1280 x 800 (the heads cost what the proposals cost)',
-    'seg': 'the segmentor\'s inference forward at 2048 x 512',
-    'pose': 'the pose model at 192 x 256',
-    'rotated': 'backbone + FPN on one 1024 x 1024 patch (as for det)',
-    'action': 'the recognizer on one clip of 3 frames of 224 x 224',
+    'cls': 'the classifier at its input size (224 x 224, 384 x 384 for `-384px`)',
+    'det': 'the backbone at 1280 x 800 (the neck and heads: `tools/analysis/get_flops.py`)',
+    'seg': 'the backbone at 2048 x 512 (the whole segmentor: `tools/analysis/get_flops.py`)',
+    'pose': 'the backbone at 192 x 256 (the whole model: `tools/analysis/get_flops.py`)',
+    'rotated': 'the backbone on one 1024 x 1024 patch (the whole detector: '
+               '`tools/analysis/get_flops.py`)',
+    'action': 'the backbone on one clip of 3 frames of 224 x 224 (the whole recognizer: '
+              '`tools/analysis/get_flops.py`)',
 }
 GENERATED = ('Written by tools/misc/make_metafile.py from the configs; do not edit '
              '(tests/test_packaging.py checks it).')
@@ -239,34 +240,39 @@ def recorded_counts(repo: str) -> Dict[str, Dict[str, int]]:
     return out
 
 
-def count_config(path: str, memo: Optional[dict] = None) -> Dict[str, int]:
-    """``{'FLOPs': n, 'Parameters': n}`` of one config, counted as :data:`COUNTED` says with
-    :func:`mmevt.analysis.config_complexity` (builds the model, one forward on the CPU).
+def count_config(path: str) -> Dict[str, int]:
+    """``{'FLOPs': n, 'Parameters': n}`` of one config, as :data:`COUNTED` says: a
+    classifier whole, any other model's backbone (EVT with the config's settings), counted
+    by :func:`mmevt.analysis.count_macs` / :func:`~mmevt.analysis.count_params` (the
+    counter of ``tools/analysis/complexity.py``) on the ``meta`` device: shapes only, no
+    weights, no data.
 
     Args:
         path (str): the config file.
-        memo (dict, optional): detector FLOPs by backbone + neck + input, shared between
-            calls: configs that differ only in heads or schedule share a count. Defaults
-            to None.
     """
-    import mmevt  # noqa: F401  (registers EVT and the attention FLOP handle)
+    import torch
     from mmengine.config import Config
 
-    from mmevt.analysis import config_complexity, count_params
-    from mmevt.analysis.flops import build_from_config
+    from mmevt.analysis import count_macs, count_params
+    from mmevt.analysis.flops import build_from_config, clip_segments
+    from mmevt.models import EVT
+    from mmevt.toolkits import toolkit_facts
     cfg = Config.fromfile(path)
-    detector = cfg.default_scope in ('mmdet', 'mmrotate')
-    size = re.search(r'-(\d+)px', osp.basename(path))
-    shape = (int(size[1]), ) * 2 if size and cfg.default_scope == 'mmpretrain' else None
-    key = repr((cfg.model.backbone, cfg.model.get('neck'), cfg.default_scope))
-    if detector and memo is not None and key in memo:
-        params, flops = count_params(build_from_config(cfg)[0]), memo[key]
-    else:
-        counts = config_complexity(cfg, shape, features_only=detector)
-        params, flops = counts['params']['total'], counts['flops']['total']
-        if detector and memo is not None:
-            memo[key] = flops
-    return dict(FLOPs=int(flops), Parameters=int(params))
+    scope = cfg.default_scope
+    with torch.device('meta'):
+        if scope == 'mmpretrain':
+            size = re.search(r'-(\d+)px', osp.basename(path))
+            side = int(size[1]) if size else 224
+            model, shape = build_from_config(cfg, 'meta')[0], (side, side)
+        else:
+            kwargs = {k: v for k, v in cfg.model.backbone.items()
+                      if k not in ('type', '_scope_', 'init_cfg', 'pretrained')}
+            if 'SyncBN' in str(kwargs.get('norm_cfg')):  # the same layers, counted alike
+                kwargs['norm_cfg'] = dict(kwargs['norm_cfg'], type='BN')
+            model, shape = EVT(**kwargs), toolkit_facts(scope).flops_shape
+        macs = count_macs(model.eval(), (1, 3) + tuple(shape))
+    frames = clip_segments(cfg) if scope == 'mmaction' else 1  # a clip's frames, each counted
+    return dict(FLOPs=int(macs * frames), Parameters=int(count_params(model)))
 
 
 def family_configs(repo: str) -> Dict[str, List[str]]:
@@ -359,8 +365,9 @@ def render_readme(family: str, configs: List[str], counts: Dict[str, Dict[str, i
                 '`tools/model_converters/rmt_to_mmevt.py` converts.'
                 if any(is_rmt(n) for n in names) else ''), '',
              '## Configs', '',
-             f'Params and FLOPs: counted by `tools/analysis/get_flops.py` '
-             f'(1 FLOP = 1 multiply-add, G = 1e9), {COUNTED[family.split("/")[0]]}.', '',
+             'Params and FLOPs (1 FLOP = 1 multiply-add, G = 1e9) of '
+             f'{COUNTED[family.split("/")[0]]}, counted as `tools/analysis/complexity.py` counts (convolutions, linears and '
+             'matrix products, attention\'s included).', '',
              f'| config | params (M) | FLOPs (G) | {metric} (reported) | weights |',
              '|---|---|---|---|---|', *rows, '', '## Citation', '', '```bibtex']
     entries = bibtex()
@@ -388,9 +395,11 @@ def render_zoo_page(metafiles: Dict[str, str]) -> str:
             'ADE20K, DOTA or Kinetics here: results are listed only for the RMT configs, the '
             'RMT authors\' numbers for their checkpoints ([checkpoints](checkpoints.md)). '
             'Each family\'s README gives the EVT paper\'s numbers where the paper has them, '
-            'labelled as the paper\'s. Params and FLOPs are counted by '
-            '`tools/analysis/get_flops.py` (1 FLOP = 1 multiply-add, G = 1e9; what each '
-            'family counts: its README); per arch: [params and FLOPs](model_zoo.md).', '']
+            'labelled as the paper\'s. Params and FLOPs (1 FLOP = 1 multiply-add, G = 1e9): '
+            'a classifier\'s whole, any other model\'s backbone at the toolkit\'s usual '
+            'input size (each family\'s README says which), counted as '
+            '[params and FLOPs](model_zoo.md) counts; a whole detector or segmentor: '
+            '`tools/analysis/get_flops.py CONFIG`.', '']
     task = None
     for path, body in metafiles.items():
         meta = yaml.safe_load(body)
@@ -401,10 +410,10 @@ def render_zoo_page(metafiles: Dict[str, str]) -> str:
             task = family[0]
             text += [f'## {TASK_TITLES[task]}', '']
         first = meta['Collections'][0]
-        papers = ', '.join(f"[{c['Paper']['Title'].split(':')[0]}]({c['Paper']['URL']})"
-                           for c in meta['Collections'])
+        papers = ', '.join(f"[{'RMT' if c['Paper']['URL'] == RMT_PAPER[1] else 'EVT'}]"
+                           f"({c['Paper']['URL']})" for c in meta['Collections'])
         text += [f"### {FAMILIES['/'.join(family)].title}", '',
-                 f"{first['Metadata']['Training Data']}; {papers}; "
+                 f"{first['Metadata']['Training Data']}; paper: {papers}; "
                  f"`{first['README']}`.", '']
         metrics = list(results[0]['Results'][0]['Metrics']) if results else []
         head = ['config', 'params (M)', 'FLOPs (G)', *[f'{m} (RMT authors\')' for m in metrics]]
@@ -489,9 +498,9 @@ def main() -> None:
         if unknown:
             parser.error(f'--count: no config named {unknown}')
         todo = [names[n] for n in args.count] if args.count else every
-    memo = {}
+    import mmevt  # noqa: F401  (the toolkits' registries know EVT)
     for i, rel in enumerate(todo):
-        counts[osp.splitext(osp.basename(rel))[0]] = count_config(osp.join(REPO, rel), memo)
+        counts[osp.splitext(osp.basename(rel))[0]] = count_config(osp.join(REPO, rel))
         print(f'[{i + 1}/{len(todo)}] counted {rel}', flush=True)
         if (i + 1) % 10 == 0:  # record as it goes: a stopped run keeps what it counted
             write(render_all(REPO, counts))
