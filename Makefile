@@ -14,8 +14,9 @@ TEST_WORKERS ?= 2
 
 # What differs between the stacks, in at most 15 minutes on 2 cores: the environment and
 # safe-loading tests, what import mmevt changes for other code (checkpoints, writes,
-# registries), every config parsed and built, one config per family trained and tested
-# (det, seg, cls), the swap on the fork's own zoo, the toolkits' own tools, the launchers on
+# registries), every config parsed and built, a segmentor and a classifier trained and tested
+# (test_seg, test_cls; no test_det), one det / seg / cls config each trained and tested by the
+# toolkits' own tools (test_toolkit_tools), the swap on the fork's own zoo, the launchers on
 # the tests' real Slurm, a preempted run resumed, mmrotate (the fork's own onedl-mmrotate).
 FORK_CI_TESTS := tests/test_environments.py tests/test_stack.py tests/test_configs.py \
 	tests/test_seg.py tests/test_cls.py tests/test_swap.py tests/test_checkpoint_safety.py \

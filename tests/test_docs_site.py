@@ -331,6 +331,117 @@ def test_the_readme_is_a_front_page():
         assert section in text, section
 
 
+# `pip install` options that take a value (the value is no package)
+PIP_VALUE_OPTIONS = {'-r', '--requirement', '-c', '--constraint', '-t', '--target', '-f',
+                     '--find-links', '-i', '--index-url', '--extra-index-url', '--prefix',
+                     '--root', '-e', '--editable'}
+
+
+def pip_installs(text: str) -> List[List[str]]:
+    """The argument lists of every ``pip install`` a page writes, in code or prose (quotes
+    dropped, a shell line continuation joined)."""
+    text = text.replace('\\\n', ' ')
+    return [[a.strip('"\'') for a in m[1].split('#')[0].split()]
+            for m in re.finditer(r'\bpip install\b([^`\n;|&]*)', text)]
+
+
+def bad_pip_installs(text: str) -> List[str]:
+    """The ``pip install`` lines of ``text`` that would install from somewhere the page
+    cannot mean: mmevt by name (it is on no package index: a path or a wheel file is how it
+    installs) or a requirements file the repository lacks."""
+    bad = []
+    for args in pip_installs(text):
+        after_option = None
+        for arg in args:
+            if after_option in ('-r', '--requirement', '-c', '--constraint') and \
+                    arg.startswith('requirements/') and not osp.isfile(osp.join(REPO, arg)):
+                bad.append(f'pip install {" ".join(args)}: no file {arg}')
+            if after_option is None and not arg.startswith('-') and \
+                    re.fullmatch(r'mmevt(\[[\w,]+\])?([<>=!~].*)?', arg):
+                bad.append(f'pip install {" ".join(args)}: mmevt is on no package index')
+            after_option = arg if arg in PIP_VALUE_OPTIONS else None
+    return bad
+
+
+@pytest.mark.parametrize('page', pages(), ids=rel)
+def test_every_pip_install_installs_from_where_the_page_says(page):
+    bad = bad_pip_installs(open(page).read())
+    assert not bad, f'{rel(page)}: {bad}'
+
+
+def test_the_pip_install_check_catches_what_it_should():
+    assert bad_pip_installs('`pip install "mmevt[timm]"` and\n```bash\npip install mmevt\n```') \
+        == ['pip install mmevt[timm]: mmevt is on no package index',
+            'pip install mmevt: mmevt is on no package index']
+    assert bad_pip_installs('pip install -r requirements/no_such.txt timm') == \
+        ['pip install -r requirements/no_such.txt timm: no file requirements/no_such.txt']
+    assert bad_pip_installs('pip install "/path/to/mmevt[timm]"; pip install -e . ; '
+                            'pip install dist/mmevt-0.1.0-py3-none-any.whl fvcore; '
+                            'pip install -r requirements/docs.txt') == []
+
+
+def package_version() -> str:
+    with open(osp.join(REPO, 'mmevt', '__init__.py')) as f:
+        return re.search(r"^__version__ = '([^']+)'", f.read(), re.M)[1]
+
+
+def test_the_versions_the_pages_name_are_the_packages():
+    version = package_version()
+    readme = open(osp.join(REPO, 'README.md')).read()
+    news = readme.split('## News')[1].split('\n## ')[0]
+    assert set(re.findall(r'\b\d+\.\d+\.\d+\b', news)) == {version}, news
+    changelog = open(osp.join(DOCS, 'changelog.md')).read()
+    assert version in re.findall(r'^## (.*)$', changelog, re.M)[0]
+    for page in pages():  # a wheel's file name carries the version
+        for found in re.findall(r'\bmmevt-(\d+\.\d+\.\d+)-py3', open(page).read()):
+            assert found == version, (rel(page), found)
+
+
+def test_pages_say_what_make_test_does_without_root():
+    # the installers of the two root-only parts exit 0 without root outside CI, so make test
+    # runs the rest and those tests skip: a page saying make test needs root says so too
+    for script in ('tools/install_slurm.sh', 'tools/install_browser.sh'):
+        text = open(osp.join(REPO, script)).read()
+        branch = text.split('"$(id -u)" != 0')[1].split('\nfi')[0]
+        assert 'exit 0' in branch and 'skip' in branch, script
+    for page in pages():
+        for para in re.split(r'\n\s*\n', prose(open(page).read())):
+            if '`make test`' in para and re.search(r'\b(?:needs?|requires?)\b[^.]{0,40}\broot\b',
+                                                    para):
+                assert 'skip' in para, f'{rel(page)}: {para[:200]}'
+
+
+def test_the_hosting_config_builds_as_make_docs_does():
+    """``.readthedocs.yml`` runs what ``make docs`` runs: the same zoo check before Sphinx,
+    the same conf.py, warnings as errors; its requirements pin the Sphinx packages as the
+    environment ``make docs`` uses does."""
+    import yaml
+    with open(osp.join(REPO, '.readthedocs.yml')) as f:
+        rtd = yaml.safe_load(f)
+    make = open(osp.join(REPO, 'Makefile')).read()
+    recipe = re.search(r'^docs:.*\n((?:\t.*\n)+)', make, re.M)[1]
+    steps = [ln.strip().replace('$(PY) ', 'python ') for ln in recipe.splitlines()
+             if not ln.strip().startswith('@')]
+    assert steps[0] == rtd['build']['jobs']['pre_build'][0]
+    sphinx = steps[1].split()
+    assert sphinx[:3] == ['python', '-m', 'sphinx'] and '-W' in sphinx
+    assert sphinx[sphinx.index('-b') + 1] == rtd['sphinx']['builder']
+    assert rtd['sphinx']['fail_on_warning'] is True
+    assert rtd['sphinx']['configuration'] == 'docs/conf.py' and 'docs' in sphinx
+    assert rtd['build']['tools']['python'] == '3.11'
+    docs_req = [r['requirements'] for r in rtd['python']['install']]
+    assert docs_req == ['requirements/docs.txt']
+
+    def pins(path):
+        with open(osp.join(REPO, path)) as f:
+            return dict(re.findall(r'^([\w.-]+)==(\S+)', f.read(), re.M))
+    docs, tests = pins('requirements/docs.txt'), pins('requirements/tests.txt')
+    for name in ('sphinx', 'myst-parser', 'furo'):
+        assert docs[name] == tests[name], name
+    assert docs['torch'] == pins('requirements/torch.txt')['torch']
+    assert docs['mmengine'] == pins('requirements/upstream.txt')['mmengine']
+
+
 def test_licence_and_citation_agree_with_the_package():
     import tomllib
 

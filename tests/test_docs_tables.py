@@ -173,3 +173,21 @@ def test_the_deployment_sections_say_timing_and_parity_per_config():
         section_lines('nope', onnx)
     with pytest.raises(ValueError, match="docs section 'onnx' has no records"):
         section_lines('onnx', [])
+
+
+def test_every_model_of_the_zoo_has_its_counts_and_they_are_the_tools():
+    # make_metafile.py records each config's FLOPs and Parameters in its metafile (counting
+    # all of them takes minutes); one is counted again here: the EVT-T classifier, and a
+    # detector's backbone is the arch's backbone at the detector's size
+    zoo = load_tool('tools/misc/make_metafile.py')
+    assert zoo.uncounted(REPO) == [], 'run tools/misc/make_metafile.py'
+    name = 'evt-t_8xb128_in1k'
+    recorded = zoo.recorded_counts(REPO)[name]
+    assert zoo.count_config(osp.join(REPO, 'configs', 'cls', 'evt', f'{name}.py')) == recorded
+    # and the classifier's count is the arch table's (the same model, built another way)
+    rows = complexity.complexity_rows(['evt-t'], (224, 224))
+    assert recorded == dict(FLOPs=rows['evt-t']['macs'], Parameters=rows['evt-t']['params'])
+    det = zoo.recorded_counts(REPO)['mask-rcnn_evt-t_fpn_1x_coco']
+    rows = complexity.complexity_rows(['evt-t'], (800, 1280))
+    assert det == dict(FLOPs=rows['evt-t']['backbone_macs'],
+                       Parameters=rows['evt-t']['backbone_params'])

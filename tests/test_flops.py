@@ -18,7 +18,7 @@ import mmevt  # noqa: F401  (registers the handles)
 from mmevt.analysis import analyze_flops, config_complexity, count_params
 from mmevt.analysis.flop_handles import (HANDLES, SDPA_OP, _add_handles, register_flop_handles,
                                          sdpa_flop_jit)
-from mmevt.analysis.flops import DEFAULT_SHAPES, _forward_as, build_from_config
+from mmevt.analysis.flops import _forward_as, build_from_config
 from mmevt.models import EVT
 
 from det_tiny import tiny_det_config
@@ -195,47 +195,6 @@ def test_get_flops_tool_on_det_seg_cls_configs_without_a_dataset(tmp_path):
     with pytest.raises(AssertionError, match='exists; give a new file name'):
         run_tool('tools/analysis/get_flops.py', paths['cls'], '--json',
                  str(tmp_path / 'flops.json'))
-
-
-def _doc_table(doc: str) -> tuple:
-    """``(header lines, {config name: row})`` of the recipe / params / FLOPs table."""
-    with open(osp.join(REPO, 'docs', doc)) as f:
-        lines = f.read().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('| config | lr |'))
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith('|')),
-               len(lines))
-    rows = {line.split(' | ')[0][2:]: line for line in lines[start + 2:end]}
-    return '\n'.join(lines[start:start + 2]), rows
-
-
-TABLES = {'det': ('detection.md', 'mmdet'), 'seg': ('segmentation.md', 'mmseg')}
-
-
-@pytest.mark.parametrize('task', list(TABLES))
-def test_docs_table_has_every_config_with_its_recipe(task):
-    model_table = load_tool('tools/analysis/model_table.py')
-    doc, scope = TABLES[task]
-    header, rows = _doc_table(doc)
-    assert header == model_table.header(task, DEFAULT_SHAPES[scope])
-    paths = model_table.config_paths(task)
-    assert list(rows) == [osp.splitext(osp.basename(p))[0] for p in paths]
-    for path, (name, row) in zip(paths, rows.items()):
-        assert row.startswith(f'| {name} | {model_table.recipe(load_config(path))} | '), name
-
-
-# the cheapest row of each table (a full count runs the network at 1280 x 800 / 2048 x 512)
-@pytest.mark.e2e
-@pytest.mark.parametrize('task,name', [
-    ('det', 'retinanet/retinanet_evt-t_fpn_1x_coco'),
-    ('seg', 'sem_fpn/fpn_evt-t_8xb2-80k_ade20k-512x512')])
-def test_docs_table_rows_are_the_tools_output(task, name, tmp_path):
-    doc, _ = TABLES[task]
-    _, rows = _doc_table(doc)
-    out = run_tool('tools/analysis/model_table.py', task, '--filter', osp.basename(name),
-                   '--json', str(tmp_path / 'rows.json'))
-    with open(tmp_path / 'rows.json') as f:
-        assert list(json.load(f)) == [osp.basename(name)]  # the filter picked one config
-    assert rows[osp.basename(name)] in out.splitlines()
 
 
 def test_checkpointing_tool_times_both_variants(capsys, tmp_path):
