@@ -220,8 +220,8 @@ def check_stack() -> None:
         import mmengine  # noqa: F401
     except ImportError as err:
         raise ImportError(f'mmevt needs mmengine, from one of the supported stacks '
-                          f'({supported_text()}); e.g. pip install "mmevt[upstream]" or '
-                          '"mmevt[fork]"') from err
+                          f'({supported_text()}); e.g. from a clone of mmevt: '
+                          'pip install ".[upstream]" or ".[fork]"') from err
     problems = stack_problems()
     if problems:
         raise ImportError('mmevt cannot run on this OpenMMLab stack: ' + '; '.join(problems)
