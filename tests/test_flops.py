@@ -16,10 +16,10 @@ from torch import nn
 
 import mmevt  # noqa: F401  (registers the handles)
 from mmevt.analysis import analyze_flops, config_complexity, count_params
-from mmevt.analysis.flop_handles import (HANDLES, SDPA_OP, _add_handles, register_flop_handles,
-                                         sdpa_flop_jit)
 from mmevt.analysis.flops import DEFAULT_SHAPES, _forward_as, build_from_config
 from mmevt.models import EVT
+from mmevt.patches.flop_handles import (HANDLES, SDPA_OP, _add_handles, register_flop_handles,
+                                         sdpa_flop_jit)
 
 from det_tiny import tiny_det_config
 from helpers import CONFIGS, REPO, load_config, load_tool, run_tool, write_config
@@ -241,7 +241,7 @@ def test_docs_table_rows_are_the_tools_output(task, name, tmp_path):
 def test_checkpointing_tool_times_both_variants(capsys, tmp_path):
     """tools/analysis/checkpointing.py (docs/backbone.md's with_cp table) runs a training
     step with and without checkpointing and prints one row each, as it records them."""
-    from mmevt.analysis.docs_sections import checkpointing_section
+    checkpointing_section = load_tool('tools/analysis/docs_sections.py').checkpointing_section
     from mmevt.analysis.records import read_rows
     load_tool('tools/analysis/checkpointing.py').main(
         ['--arch', 'evt-test', '--train', '64', '64', '--warmup', '0', '--iters', '1',

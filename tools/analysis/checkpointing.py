@@ -12,13 +12,18 @@ are reported, with the device name (``--jsonl``: also appended as records, what 
 table is written from).
 """
 import argparse
+import os.path as osp
 import statistics
+import sys
 
 import torch
 
 from mmevt.analysis.benchmark import measure
-from mmevt.analysis.docs_sections import checkpointing_table
 from mmevt.analysis.records import append_row, device_name, machine
+
+# docs_sections.py beside this file: the docs' tables are project code, not the package's
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from docs_sections import checkpointing_table  # noqa: E402
 
 
 def main(argv=None) -> None:

@@ -6,15 +6,18 @@
     python tools/analysis/records_to_docs.py --check   # exit 1 naming the pages that differ
 
 A section ``NAME`` is written from ``docs/records/NAME.jsonl`` (what the measuring
-command's ``--jsonl`` appended); the logic is :mod:`mmevt.analysis.docs_sections`.
+command's ``--jsonl`` appended); the logic is ``tools/analysis/docs_sections.py``.
 """
 import argparse
 import os.path as osp
 import sys
 from typing import List, Optional
 
-from mmevt.analysis.docs_sections import COMMAND, write_docs
 from mmevt.utils.user_errors import exit_on_user_error
+
+# docs_sections.py beside this file: the docs' tables are project code, not the package's
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from docs_sections import COMMAND, write_docs  # noqa: E402
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 

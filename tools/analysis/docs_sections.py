@@ -18,7 +18,7 @@ import os.path as osp
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .records import machine_lines, read_rows
+from mmevt.analysis.records import machine_lines, read_rows
 
 COMMAND = 'tools/analysis/records_to_docs.py'
 RECORDS = osp.join('docs', 'records')
@@ -199,7 +199,7 @@ def write_cost_section(rows: Sequence[dict]) -> List[str]:
 
 def _benchmark(name: str) -> Callable[[Sequence[dict]], List[str]]:
     def render(rows: Sequence[dict]) -> List[str]:
-        from . import benchmark  # the models' builders: only for a benchmark section
+        from mmevt.analysis import benchmark  # the models' builders: only for a benchmark section
         return (benchmark.compile_section if name == 'compile' else benchmark.table_section)(rows)
     return render
 
