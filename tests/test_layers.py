@@ -107,6 +107,17 @@ def test_the_check_sees_an_upward_import(tmp_path):
     assert layer_of('mmevt.analysis.flops', layers) > layer_of('mmevt.patches.x', layers)
 
 
+def test_the_package_holds_no_docs_code():
+    # what writes the docs' pages (their generated sections) is project code in tools/, not
+    # the package's: no module of mmevt/ holds a section marker, nor imports tools/
+    found = []
+    for module, path in package_modules():
+        text = open(path).read()
+        if '<!--' in text or re.search(r'^\s*(from|import) (tools|docs_sections)\b', text, re.M):
+            found.append(osp.relpath(path, REPO))
+    assert not found, found
+
+
 # A branch on a toolkit's name: `toolkit == 'mmdet'`, `scope != 'mmseg'`, `codebase in
 # ('mmdet', ...)`, `default_scope == ...`, `'mmpretrain' in done`; the toolkit's module answers instead.
 TOOLKIT_BRANCH = re.compile(
