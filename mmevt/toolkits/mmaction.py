@@ -207,7 +207,7 @@ class MMAction(Toolkit):
     rgb_setting = ('to_rgb', False)  # its pipelines decode frames as RGB already
 
     def refuse_unswappable(self, model_cfg: Mapping, src: str) -> None:
-        refuse_unswappable(dict(model_cfg), src)
+        refuse_unswappable(model_cfg, src)
 
     def swap_backbone_type(self) -> Dict[str, Tuple[Any, Optional[str]]]:
         # Recognizer2D builds a 'mmpretrain.' backbone from mmpretrain's registry: no _scope_

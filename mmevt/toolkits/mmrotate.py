@@ -330,7 +330,7 @@ class MMRotate(Toolkit):
     keeps_query_recipe = False
 
     def gpu_only_reason(self, model_cfg: Mapping) -> Optional[str]:
-        return gpu_only_reason(dict(model_cfg))
+        return gpu_only_reason(model_cfg)
 
     def recipe_family(self, model_cfg: Mapping) -> Optional[str]:
         return 'rotated'  # mmrotate's Swin-T recipes: one optimizer for every detector
