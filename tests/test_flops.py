@@ -241,7 +241,7 @@ def test_docs_table_rows_are_the_tools_output(task, name, tmp_path):
 def test_checkpointing_tool_times_both_variants(capsys, tmp_path):
     """tools/analysis/checkpointing.py (docs/backbone.md's with_cp table) runs a training
     step with and without checkpointing and prints one row each, as it records them."""
-    checkpointing_section = load_tool('tools/analysis/docs_sections.py').checkpointing_section
+    checkpointing_section = load_tool('tools/analysis/records_to_docs.py').checkpointing_section
     from mmevt.analysis.records import read_rows
     load_tool('tools/analysis/checkpointing.py').main(
         ['--arch', 'evt-test', '--train', '64', '64', '--warmup', '0', '--iters', '1',

@@ -21,9 +21,9 @@ import torch
 from mmevt.analysis.benchmark import measure
 from mmevt.analysis.records import append_row, device_name, machine
 
-# docs_sections.py beside this file: the docs' tables are project code, not the package's
+# records_to_docs.py beside this file writes the docs' tables: project code, not the package's
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-from docs_sections import checkpointing_table  # noqa: E402
+from records_to_docs import checkpointing_table  # noqa: E402
 
 
 def main(argv=None) -> None:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-# docs_sections.py beside this file: the docs' tables are project code, not the package's
+# records_to_docs.py beside this file writes the docs' tables: project code, not the package's
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 
 ONE_RUN = '''
@@ -67,7 +67,7 @@ def main() -> None:
             times[patched].append(one_run(patched, args.dir, args.dumps, args.checkpoints))
     import torch
 
-    from docs_sections import write_cost_table
+    from records_to_docs import write_cost_table
 
     from mmevt.analysis.records import append_row, machine
     rows = [dict(write=kind, off_s=statistics.median(t[kind] for t in times[False]),
