@@ -22,7 +22,7 @@ from mmevt.analysis.benchmark import measure
 from mmevt.analysis.records import append_row, device_name, machine
 
 # records_to_docs.py beside this file writes the docs' tables: project code, not the package's
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+sys.path.append(osp.dirname(osp.abspath(__file__)))
 from records_to_docs import checkpointing_table  # noqa: E402
 
 

@@ -30,7 +30,7 @@ from mmevt.analysis import GIBI, GIGA, MEGA
 from mmevt.models.backbones.archs import ARCH_ALIASES, ARCH_FAMILIES, ARCH_NAMES, resolve_arch
 
 # records_to_docs.py beside this file writes the docs' tables: project code, not the package's
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+sys.path.append(osp.dirname(osp.abspath(__file__)))
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 

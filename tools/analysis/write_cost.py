@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 # records_to_docs.py beside this file writes the docs' tables: project code, not the package's
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+sys.path.append(osp.dirname(osp.abspath(__file__)))
 
 ONE_RUN = '''
 import json, os, sys, time
