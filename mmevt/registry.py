@@ -5,6 +5,7 @@ from mmengine's root ``MODELS`` registry (or directly from the class). Registrat
 idempotent (importing twice, or reloading mmevt, is fine), but a name another package has
 already registered with its own class (another ``EVT``) is an error, not a silent override.
 """
+import importlib
 import warnings
 from typing import Dict, List, Mapping
 
@@ -14,7 +15,7 @@ from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import Registry
 
 from .stack import unavailable_toolkits
-from .toolkits import TOOLKITS, toolkit_models
+from .toolkits import TOOLKITS, get_toolkit, toolkit_models
 from .engine import EVTLayerDecayOptimWrapperConstructor, PreemptionCheckpointHook
 from .engine.optimizers import RenamedLayerDecayOptimWrapperConstructor
 from .models import EVT, RMTClsNeck, RMTTokenLabelClsHead
@@ -92,9 +93,10 @@ def register_all_modules() -> List[str]:
             'LayerDecayOptimWrapperConstructor': RenamedLayerDecayOptimWrapperConstructor})
     # any config's custom_hooks, whatever its toolkit (their HOOKS are children of this one)
     register_modules(HOOKS, {'PreemptionCheckpointHook': PreemptionCheckpointHook})
-    if 'mmpretrain' in done:
-        from mmpretrain.registry import METRICS
-
-        from .evaluation import SubsetAccuracy
-        register_modules(METRICS, {'SubsetAccuracy': SubsetAccuracy})
+    for name in done:  # mmevt's metrics, into the toolkits they are for
+        metrics = get_toolkit(name).metrics
+        if metrics:
+            from . import evaluation  # imports the toolkit: only where it is registered
+            register_modules(importlib.import_module(f'{name}.registry').METRICS,
+                             {m: getattr(evaluation, m) for m in metrics})
     return done

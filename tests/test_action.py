@@ -241,7 +241,7 @@ def test_clip_segments_are_the_training_pipelines_frames():
     # config values only: runs on both stacks
     from mmengine.config import Config
 
-    from mmevt.analysis.flops import DEFAULT_SEGMENTS, clip_segments
+    from mmevt.toolkits.mmaction import DEFAULT_SEGMENTS, clip_segments
     wrapped = dict(type='RepeatDataset', times=2, dataset=dict(pipeline=[
         dict(type='DecordInit'), dict(type='DenseSampleFrames', clip_len=2, num_clips=5)]))
     assert clip_segments(Config(dict(train_dataloader=dict(dataset=wrapped)))) == 10
@@ -305,7 +305,7 @@ def test_a_temporal_backbone_is_found_by_its_num_segments(monkeypatch):
     # the refusal does not rest on the table of known names: ResNetTSM takes num_segments
     if refused_where_missing('mmaction', EVT_T):
         return
-    from mmevt.swap import action
+    from mmevt.toolkits import mmaction as action
     monkeypatch.setattr(action, 'TEMPORAL_BACKBONES', {})
     model = dict(type='Recognizer2D', backbone=dict(type='ResNetTSM', depth=50),
                  cls_head=dict(type='TSMHead', in_channels=2048, num_classes=400))
@@ -321,8 +321,11 @@ def test_a_generated_clip_batch_trains_the_swapped_tsn():
         return
     from mmaction.structures import ActionDataSample
 
-    from mmevt.swap import make_batch
-    batch = make_batch('mmaction', dict(cls_head=dict(num_classes=400)), 224, segments=5)
+    from mmengine.config import Config
+
+    from mmevt.toolkits import get_toolkit
+    clip_of_5 = Config(dict(train_pipeline=[dict(type='SampleFrames', clip_len=1, num_clips=5)]))
+    batch = get_toolkit('mmaction').make_batch(clip_of_5, {}, 224, 2, 3)
     assert [tuple(x.shape) for x in batch['inputs']] == [(5, 3, 224, 224)] * 2
     assert all(x.dtype == torch.uint8 for x in batch['inputs'])
     assert all(isinstance(s, ActionDataSample) for s in batch['data_samples'])

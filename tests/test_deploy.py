@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import CONFIGS, REPO, run_tool, write_config
+from helpers import CONFIGS, REPO, load_tool, run_tool, write_config
 from mmevt.deploy.mmdeploy_export import default_image, export_mmdeploy, load_configs
 from mmevt.deploy.parity import TOLERANCES, verify_mmdeploy
 from mmevt.deploy.rewriters import mmdeploy_compat
@@ -243,7 +243,7 @@ def test_tool_deploys_a_classifier_with_a_dynamic_batch(tmp_path):
                        r'([\d.]+) ms, PyTorch ([\d.]+) ms', log)
     assert timing and float(timing[1]) > 0 and float(timing[2]) > 0, log[-2000:]
     # --jsonl: the printed numbers as a records row, which the docs' deploy table shows
-    from mmevt.analysis.docs_sections import deploy_section
+    deploy_section = load_tool('tools/analysis/records_to_docs.py').deploy_section
     from mmevt.analysis.records import read_rows
     (row, ) = read_rows(str(tmp_path / 'deploy.jsonl'))
     assert row['config'] == osp.relpath(CLASSIFIER, REPO) and row['shape'] == [128, 128]

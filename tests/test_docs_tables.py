@@ -9,6 +9,7 @@ import pytest
 from helpers import REPO, load_tool
 
 complexity = load_tool('tools/analysis/complexity.py')
+records_to_docs = load_tool('tools/analysis/records_to_docs.py')
 MODEL_ZOO = osp.join(REPO, 'docs', 'model_zoo.md')
 METHOD = osp.join(REPO, 'docs', 'method.md')
 
@@ -102,7 +103,7 @@ def test_fvcore_table_lists_the_same_archs():
 # ------------------------------------------------------- the measured tables (docs/records)
 def test_every_measured_table_is_its_records_output():
     # regenerate: python tools/analysis/records_to_docs.py
-    from mmevt.analysis.docs_sections import sections, write_docs
+    sections, write_docs = records_to_docs.sections, records_to_docs.write_docs
     assert {'latency', 'compile', 'ablations-224', 'onnx', 'deploy', 'demo'} <= set(sections(REPO))
     assert write_docs(REPO, check=True) == []
 
@@ -110,7 +111,7 @@ def test_every_measured_table_is_its_records_output():
 def test_records_to_docs_writes_each_section_and_refuses_what_it_cannot(tmp_path):
     import json
 
-    from mmevt.analysis.docs_sections import section_markers, write_docs
+    section_markers, write_docs = records_to_docs.section_markers, records_to_docs.write_docs
     (tmp_path / 'docs' / 'records').mkdir(parents=True)
     (tmp_path / 'README.md').write_text('front\n')
     begin, end = section_markers('demo')
@@ -144,7 +145,8 @@ def test_records_to_docs_writes_each_section_and_refuses_what_it_cannot(tmp_path
 
 
 def test_the_deployment_sections_say_timing_and_parity_per_config():
-    from mmevt.analysis.docs_sections import deploy_section, onnx_section, section_lines
+    deploy_section, onnx_section = records_to_docs.deploy_section, records_to_docs.onnx_section
+    section_lines = records_to_docs.section_lines
     machine = dict(device='CPU (X, 1 threads)', torch='2.x', onnxruntime='1.0', mmdeploy='1.3')
     onnx = [dict(machine, config='configs/a.py', kind='model', shape=[224, 224],
                  max_abs_diff=7.3e-7, ort_ms=80.0, torch_ms=100.0, threads=1, rounds=20)]

@@ -16,13 +16,13 @@ from torch import nn
 
 import mmevt  # noqa: F401  (registers the handles)
 from mmevt.analysis import analyze_flops, config_complexity, count_params
-from mmevt.analysis.flop_handles import (HANDLES, SDPA_OP, _add_handles, register_flop_handles,
-                                         sdpa_flop_jit)
 from mmevt.analysis.flops import _forward_as, build_from_config
 from mmevt.models import EVT
+from mmevt.patches.flop_handles import (HANDLES, SDPA_OP, _add_handles, register_flop_handles,
+                                         sdpa_flop_jit)
 
 from det_tiny import tiny_det_config
-from helpers import CONFIGS, REPO, load_config, load_tool, run_tool, write_config
+from helpers import CONFIGS, load_config, load_tool, run_tool, write_config
 from seg_tiny import tiny_seg_config
 from cls_tiny import tiny_cls_config
 
@@ -200,7 +200,7 @@ def test_get_flops_tool_on_det_seg_cls_configs_without_a_dataset(tmp_path):
 def test_checkpointing_tool_times_both_variants(capsys, tmp_path):
     """tools/analysis/checkpointing.py (docs/backbone.md's with_cp table) runs a training
     step with and without checkpointing and prints one row each, as it records them."""
-    from mmevt.analysis.docs_sections import checkpointing_section
+    checkpointing_section = load_tool('tools/analysis/records_to_docs.py').checkpointing_section
     from mmevt.analysis.records import read_rows
     load_tool('tools/analysis/checkpointing.py').main(
         ['--arch', 'evt-test', '--train', '64', '64', '--warmup', '0', '--iters', '1',

@@ -99,7 +99,8 @@ def _row(arch, impl, case, dtype, compiled, ips=None, seconds=None, peak=100., *
 
 
 def test_gpu_report_says_each_target_met_or_not_and_checks_the_auto_rule():
-    from mmevt.analysis.gpu_report import auto_path, render
+    tool = load_tool('tools/analysis/gpu_report.py')
+    auto_path, render = tool.auto_path, tool.render
     tp = 'b64@224'
     rows = []
     for dtype in ('fp32', 'bf16'):

@@ -298,6 +298,11 @@ def test_wheel_installed_in_a_user_environment(tmp_path, shapes_root):
     wheels = glob.glob(str(user / 'dist' / 'mmevt-*.whl'))
     assert len(wheels) == 1, wheels
     names = zipfile.ZipFile(wheels[0]).namelist()
+    # the package is the source's modules, no more (the docs' tables and the GPU report are
+    # tools/, which only .mim carries: tests/test_layers.py checks the sources hold none)
+    sources = {osp.relpath(p, REPO) for p in glob.glob(osp.join(REPO, 'mmevt', '**', '*.py'),
+                                                       recursive=True)}
+    assert {n for n in names if n.endswith('.py') and not n.startswith('mmevt/.mim/')} == sources
     for must in ('mmevt/.mim/model-index.yml', 'mmevt/.mim/configs/cls/evt/metafile.yml',
                  'mmevt/.mim/configs/det/mask_rcnn/mask-rcnn_evt-s_fpn_1x_coco.py',
                  'mmevt/.mim/tools/train.py', 'mmevt/.mim/tools/test.py',

@@ -63,7 +63,7 @@ def test_backbone_contract_at_pose_input_sizes(size, expected):
 def test_a_loss_step_reaches_every_backbone_parameter():
     if refused_where_missing('mmpose', EVT_T):
         return
-    from mmevt.swap.pose_batch import pose_batches
+    from mmevt.toolkits.mmpose import pose_batches
     from mmevt.toolkits import build_model, toolkit_scope
     cfg = load_config(EVT_T)
     # without stochastic depth, which drops whole blocks of a batch of 2 at random

@@ -1,9 +1,14 @@
 """Registration: idempotent, yet a real name collision with another package is reported."""
+import os.path as osp
+
 import pytest
 from mmengine.registry import Registry
 
 from mmevt.models import EVT
-from mmevt.registry import MODULES, TOOLKITS, register_modules
+from mmevt.registry import MODULES, register_modules
+from mmevt.toolkits import TOOLKITS
+
+from helpers import REPO
 
 
 def test_registering_twice_is_a_no_op():
@@ -34,10 +39,30 @@ def test_another_packages_evt_is_reported_not_overridden():
 
 
 def test_one_list_of_toolkits():
-    from mmevt.apis import launch
-    assert TOOLKITS is launch.TOOLKITS
     assert set(TOOLKITS) == {'mmdet', 'mmseg', 'mmpretrain', 'mmpose', 'mmaction',
                              'mmrotate'}
+
+
+@pytest.mark.parametrize('scope', TOOLKITS)
+def test_each_toolkits_module_names_what_the_repository_holds_for_it(scope):
+    # docs/extending.md's "A new toolkit": its module, configs, requirement lines, docs page
+    import mmevt.datasets
+    from mmevt.stack import STACKS, TOOLKIT_MMCV
+    from mmevt.toolkits import TOOLKIT_TABLE
+    kit = TOOLKIT_TABLE[scope]
+    assert type(kit).__module__ == f'mmevt.toolkits.{scope}' and kit.scope == scope
+    assert osp.isdir(osp.join(REPO, 'configs', kit.configs))
+    assert osp.isfile(osp.join(REPO, 'docs', f'{kit.docs}.md'))
+    assert callable(getattr(mmevt.datasets, kit.demo_data))
+    for stack in STACKS:
+        dists = [r.dist for r in TOOLKIT_MMCV[stack] if r.module == scope]
+        if stack not in kit.requirements:
+            assert dists == [], (stack, dists)  # a stack without it has no mmcv range of it
+            continue
+        with open(osp.join(REPO, kit.requirements[stack])) as f:
+            names = {line.split('=')[0].strip() for line in f if not line.startswith('#')}
+        assert len(dists) == 1 and dists[0] in names, (stack, dists)
+    assert kit.package == [r.dist for r in TOOLKIT_MMCV['upstream'] if r.module == scope][0]
 
 
 COEXIST = '''

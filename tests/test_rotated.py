@@ -175,7 +175,7 @@ def _call_on_cpu(op: str):
 
 
 def test_the_ops_the_swap_says_need_a_gpu_have_no_cpu_kernel():
-    from mmevt.swap.rotated import GPU_ONLY_MODULES
+    from mmevt.toolkits.mmrotate import GPU_ONLY_MODULES
     for op in sorted({op for ops in GPU_ONLY_MODULES.values() for op in ops}):
         with pytest.raises(RuntimeError, match='implementation for device cpu not found'):
             _call_on_cpu(op)
@@ -333,7 +333,7 @@ def _cfg(*pipelines, wrapper=None):
 
 def test_the_smoke_batch_follows_every_transform_deciding_the_ground_truth():
     from mmevt.swap import load_src
-    from mmevt.swap.rotated import TrainingTargets, training_targets
+    from mmevt.toolkits.mmrotate import TrainingTargets, training_targets
     for src, box in ZOO_TARGETS.items():
         assert training_targets(load_src(f'mmrotate::{src}')) == TrainingTargets(box), src
     cases = [
@@ -376,7 +376,7 @@ UNLOADABLE = {
 def test_the_ground_truth_of_every_mmrotate_config_is_read():
     import mmrotate
 
-    from mmevt.swap.rotated import BOX_TYPES, training_targets
+    from mmevt.toolkits.mmrotate import BOX_TYPES, training_targets
     root = osp.join(osp.dirname(mmrotate.__file__), '.mim', 'configs')
     found, unloadable = {}, {}
     for path in sorted(glob.glob(osp.join(root, '**', '*.py'), recursive=True)):
@@ -423,7 +423,7 @@ class OddBoxes:
         'no-pipeline', 'datasets-disagree'])
 def test_ground_truth_the_smoke_test_cannot_read_is_an_error_naming_the_transform(
         pipelines, error):
-    from mmevt.swap.rotated import training_targets
+    from mmevt.toolkits.mmrotate import training_targets
     with pytest.raises(ValueError, match=error):
         training_targets(_cfg(*pipelines))
 
@@ -444,7 +444,7 @@ train_dataloader = dict(dataset=dict(pipeline=[
 def test_the_smoke_batch_has_boxes_and_masks_of_the_pipelines_kind():
     from mmdet.structures.mask import BitmapMasks, PolygonMasks
 
-    from mmevt.swap.rotated import rotated_batch
+    from mmevt.toolkits.mmrotate import rotated_batch
     for box, kind, width in (('rbox', 'RotatedBoxes', 5), ('qbox', 'QuadriBoxes', 8),
                              ('hbox', 'HorizontalBoxes', 4)):
         batch = rotated_batch(64, 2, 2, box)
@@ -512,15 +512,15 @@ def test_the_check_trains_on_the_ground_truth_the_pipeline_gives(src, boxes, mas
                                                                   monkeypatch):
     # a user's config, swapped and smoke-tested as `mmevt-swap SRC --check` does; the batch
     # the check trained on is the one rotated_batch made
-    import mmevt.swap.smoke as smoke
+    import mmevt.toolkits.mmrotate as mmrotate
     from mmevt.swap import smoke_test_config, swap_config
     made = []
 
     def recorded(*args):
         made.append(rotated_batch(*args))
         return made[-1]
-    rotated_batch = smoke.rotated_batch
-    monkeypatch.setattr(smoke, 'rotated_batch', recorded)
+    rotated_batch = mmrotate.rotated_batch
+    monkeypatch.setattr(mmrotate, 'rotated_batch', recorded)
     src_path = write_config(tmp_path / 'src.py', src)
     dst = str(tmp_path / 'dst.py')
     plan, _, _ = swap_config(src_path, 'evt-test', dst, log=lambda _: None)
@@ -533,7 +533,7 @@ def test_the_check_trains_on_the_ground_truth_the_pipeline_gives(src, boxes, mas
 
 def test_the_models_needing_a_gpu_are_found_by_their_modules():
     from mmevt.swap import load_src
-    from mmevt.swap.rotated import gpu_only_ops
+    from mmevt.toolkits.mmrotate import gpu_only_ops
     assert gpu_only_ops(load_config(osp.join(ROTATED, EVT_T['roi_trans'][0])).model) == {}
     assert gpu_only_ops(load_src('mmrotate::redet/redet-le90_re50_refpn_1x_dota.py').model) \
         == {'RiRoIAlignRotated': ('riroi_align_rotated', )}

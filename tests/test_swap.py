@@ -74,7 +74,7 @@ def test_zoo_config_swaps_trains_and_predicts(entry, tmp_path):
     assert result.backbone_grad_norm > 0 and result.num_predictions == 2
     cfg = load_config(dst)
     if 'box_type' in entry:  # mmrotate: the smoke batch's boxes, as the pipeline ends
-        from mmevt.swap.rotated import training_box_type
+        from mmevt.toolkits.mmrotate import training_box_type
         assert training_box_type(cfg) == entry['box_type']
     # mmaction2's Recognizer2D unpacks the maps of 'mmpretrain.' backbones only
     kind = 'mmpretrain.EVT' if entry['src'].startswith('mmaction::') else 'EVT'

@@ -85,6 +85,8 @@ def test_names_follow_the_zoo():
     assert TIMM_NAMES == EXPECTED_NAMES
     zoo = {a for f in ('evt', 'evt-swin', 'rmt') for a in ARCH_FAMILIES[f]}
     assert set(TIMM_NAMES.values()) == zoo  # every arch of the three families, once
+    from mmevt.timm import evt  # an entrypoint written out for each name, as timm's models
+    assert all(getattr(evt, name).__name__ == name for name in TIMM_NAMES)
     assert timm_name('EVT-Tiny') == 'evt_tiny' and timm_name('evt-swin-b') == 'evt_swin_base'
     with pytest.raises(ValueError, match="arch 'evt-test' is not registered with timm"):
         timm_name('evt-test')

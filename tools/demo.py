@@ -154,7 +154,8 @@ def main() -> None:
         append_row(args.jsonl, {k: v for k, v in summary.items() if k != 'work_dir'},
                    num_train=args.num_train, num_val=args.num_val, det_epochs=args.det_epochs,
                    seg_iters=args.seg_iters, **machine(device))
-    from mmevt.analysis.docs_sections import demo_table
+    sys.path.append(osp.join(osp.dirname(osp.abspath(__file__)), 'analysis'))
+    from records_to_docs import demo_table  # the docs' table of it: project code, in tools/
     print('\n' + '\n'.join(demo_table(summary)))
     print(f"\npredictions drawn in {work}/*_test/predictions/, attention pictures in "
           f"{vis}/; total time {summary['minutes']:.1f} min")

@@ -4,32 +4,32 @@ The counter is mmengine's ``FlopAnalyzer``, the one mmdet's, mmseg's and mmpretr
 ``get_flops.py`` use (through ``get_model_complexity_info``): it traces one forward pass
 with ``torch.jit`` and counts one FLOP per multiply-add of convolutions, linears, matmuls,
 norms, upsampling and pooling; other elementwise ops are not counted. ``import mmevt`` adds
-scaled-dot-product attention to it (:mod:`mmevt.analysis.flop_handles`). The trace computes
+scaled-dot-product attention to it (:mod:`mmevt.patches.flop_handles`). The trace computes
 for real (it cannot run on the ``meta`` device), so a count costs one forward pass.
 
 The forward pass is the toolkits' ``mode='tensor'`` one, what their ``get_flops.py`` count:
 detectors and segmentors without post-processing (a two-stage detector's RoI heads run on
 the proposals its RPN keeps), classifiers up to the logits; auxiliary heads, which run only
 in training, are not part of it. mmaction2's 2D recognizers (TSN) count a clip of
-:func:`clip_segments` frames, ``(1, segments, 3, H, W)``, up to the logits (``mode='tensor'``
-with ``stage='head'``; mmaction2's own ``get_flops.py`` counts ``extract_feat``, what
-``features_only`` counts here).
+:func:`~mmevt.toolkits.mmaction.clip_segments` frames, ``(1, segments, 3, H, W)``, up to
+the logits (``mode='tensor'`` with ``stage='head'``; mmaction2's own ``get_flops.py``
+counts ``extract_feat``, what ``features_only`` counts here). What differs by toolkit (the
+default shape, the clip, the forward traced) the toolkit's module says
+(:meth:`mmevt.toolkits.base.Toolkit.flops_forward`).
 """
 from contextlib import contextmanager, nullcontext
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from ..toolkits import TOOLKIT_TABLE, toolkit_facts
+from ..toolkits import TOOLKIT_TABLE, get_toolkit
 from .complexity import count_params
 
 PARTS = ('backbone', 'neck')  # reported on their own; everything else is "heads"
 # The sizes the papers quote FLOPs at, per toolkit (:data:`mmevt.toolkits.TOOLKIT_TABLE`);
-# for mmaction2's 2D recognizers a frame's, a clip having :func:`clip_segments` frames.
+# for video a frame's, a clip having the toolkit's ``clip_frames`` frames.
 DEFAULT_SHAPES = {name: facts.flops_shape for name, facts in TOOLKIT_TABLE.items()}
-# Frames a clip of a 2D recognizer where its pipeline samples none: TSN's 1x1x3.
-DEFAULT_SEGMENTS = 3
 
 
 @contextmanager
@@ -81,52 +81,6 @@ def count_flops(model: nn.Module, input_shape: Tuple[int, ...],
     return int(analyze_flops(model, (x, ), forward).total())
 
 
-def _dataset_pipelines(dataset: Any) -> List[list]:
-    """The pipelines a dataset config's samples go through, one per dataset it reads: a
-    wrapper's own ``pipeline`` (mmdet's ``MultiImageMixDataset``) after its inner
-    dataset's (``dataset``: ``RepeatDataset``, ``ClassBalancedDataset`` ...; ``datasets``:
-    ``ConcatDataset``, one each); empty where none has a pipeline."""
-    if not isinstance(dataset, dict):
-        return []
-    inner = dataset.get('datasets') if isinstance(dataset.get('datasets'), (list, tuple)) \
-        else [dataset.get('dataset')]
-    pipelines = [p for d in inner for p in _dataset_pipelines(d)]
-    own = list(dataset.get('pipeline') or [])
-    return [p + own for p in pipelines] if pipelines else ([own] if own else [])
-
-
-def training_pipelines(cfg) -> List[list]:
-    """The training pipelines of ``cfg``: its train dataloader's dataset's, through wrappers
-    (one per dataset a ``ConcatDataset`` reads; a wrapper's own pipeline after its inner
-    dataset's), else ``[train_pipeline]`` (the top-level one); empty if there is none."""
-    found = _dataset_pipelines((cfg.get('train_dataloader') or {}).get('dataset'))
-    fallback = list(cfg.get('train_pipeline') or [])
-    return found or ([fallback] if fallback else [])
-
-
-def training_pipeline(cfg) -> list:
-    """The (first) training pipeline of ``cfg`` (:func:`training_pipelines`); empty if none."""
-    return next(iter(training_pipelines(cfg)), [])
-
-
-def clip_segments(cfg) -> int:
-    """Frames a clip of an mmaction2 2D recognizer has: ``num_clips * clip_len`` of the
-    training pipeline's ``SampleFrames`` (or ``DenseSampleFrames`` ...), e.g. 3 for TSN
-    1x1x3, 8 for TSN 1x1x8; :data:`DEFAULT_SEGMENTS` where the pipeline samples none.
-
-    Args:
-        cfg (mmengine.Config): an mmaction2 config.
-
-    Returns:
-        int: the ``segments`` of the recognizer's inputs ``(N, segments, 3, H, W)``.
-    """
-    for step in training_pipeline(cfg):
-        if isinstance(step, dict) and str(step.get('type', '')).split('.')[-1].endswith(
-                'SampleFrames'):
-            return int(step.get('num_clips', 1)) * int(step.get('clip_len', 1))
-    return DEFAULT_SEGMENTS
-
-
 def build_from_config(cfg, device: str = 'cpu') -> Tuple[nn.Module, str]:
     """The model of a config, in eval mode, SyncBN turned into BN, weights not loaded.
 
@@ -152,43 +106,14 @@ def padded_shape(cfg, shape: Sequence[int]) -> Tuple[int, int]:
     return tuple(-(-int(s) // divisor) * divisor for s in shape)
 
 
-def _data_samples(scope: str, hw: Tuple[int, int]) -> Optional[list]:
-    """One data sample carrying the image metas a detector's RPN reads (mmdet's and
-    mmrotate's detectors), else None."""
-    if scope not in ('mmdet', 'mmrotate'):
-        return None
-    from mmdet.structures import DetDataSample
-    return [DetDataSample(metainfo=dict(img_shape=hw, ori_shape=hw, pad_shape=hw,
-                                        batch_input_shape=hw, scale_factor=(1., 1.)))]
-
-
-def _action_forward(model: nn.Module, features_only: bool) -> Callable[[Tensor], Any]:
-    """The forward of an mmaction2 2D recognizer the counter traces on a clip
-    ``(1, segments, 3, H, W)``: ``mode='tensor'`` up to the head's logits ``(1, classes)``,
-    or ``extract_feat``'s features (as mmaction2's ``get_flops.py``; its dict of head
-    arguments dropped, the trace takes tensors).
-
-    Raises:
-        ValueError: ``model`` is not a 2D recognizer (3D, audio, skeleton inputs differ).
-    """
-    from mmaction.models import Recognizer2D
-    if not isinstance(model, Recognizer2D):
-        raise ValueError(f'{type(model).__name__}: only mmaction2\'s 2D recognizers '
-                         '(Recognizer2D: TSN), which take (1, segments, 3, H, W) clips, are '
-                         'counted; use mmaction2\'s own get_flops.py with a 5-d --shape')
-    call, extract = model.forward, model.extract_feat
-    if features_only:
-        return lambda inputs: extract(inputs)[0]
-    return lambda inputs: call(inputs, None, mode='tensor', stage='head')
-
-
 def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 'cpu',
                       features_only: bool = False) -> Dict[str, Any]:
     """Params and FLOPs of a config's model on one input, whole and by part.
 
     Args:
         cfg (mmengine.Config): a det / seg / cls / pose / rotated-detection config, or an
-            mmaction2 2D recognizer's (its clips' frames: :func:`clip_segments`).
+            mmaction2 2D recognizer's (its clips' frames:
+            :func:`~mmevt.toolkits.mmaction.clip_segments`).
         shape (tuple[int, int], optional): input ``(H, W)`` (a frame's, for mmaction2),
             padded as the config's data preprocessor pads (see :func:`padded_shape`).
             Defaults to None (:data:`DEFAULT_SHAPES` of the config's toolkit).
@@ -199,7 +124,7 @@ def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 
     Returns:
         dict: ``scope``, ``shape`` (the padded input ``(H, W)``), ``input_shape`` (what the
         model was run on: ``(1, 3, H, W)``; ``(1, segments, 3, H, W)`` for mmaction2's 2D
-        recognizers, :func:`clip_segments`), ``params`` and ``flops``,
+        recognizers), ``params`` and ``flops``,
         each a dict with ``total``, ``backbone``, ``neck`` and ``heads`` (``heads`` is
         the rest: the model minus backbone and neck; params include heads that run only
         in training), ``unsupported`` (op name -> times traced; ops the counter skips) and
@@ -209,18 +134,14 @@ def config_complexity(cfg, shape: Optional[Sequence[int]] = None, device: str = 
         ValueError: an mmaction2 model other than a 2D recognizer.
     """
     model, scope = build_from_config(cfg, device)
-    hw = padded_shape(cfg, shape or toolkit_facts(scope).flops_shape)
+    kit = get_toolkit(scope)
+    hw = padded_shape(cfg, shape or kit.flops_shape)
     # a 2D recognizer runs its backbone on each frame of a clip
-    lead = (1, clip_segments(cfg)) if scope == 'mmaction' else (1, )
+    frames = kit.clip_frames(cfg)
+    lead = (1, frames) if frames else (1, )
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(lead + (3, ) + hw, generator=gen).to(device)
-    if scope == 'mmaction':
-        forward = _action_forward(model, features_only)
-    elif features_only:
-        forward = model.extract_feat
-    else:
-        samples, call = _data_samples(scope, hw), model.forward
-        forward = lambda inputs: call(inputs, samples, mode='tensor')  # noqa: E731
+    forward = kit.flops_forward(model, hw, features_only)
     rois = []
     # int(): under tracing, sizes are tensors
     hooks = [m.register_forward_hook(lambda m, args, out: rois.append(int(args[1].shape[0])))

@@ -1,6 +1,7 @@
 """Run a toolkit's own ``tools/train.py`` / ``tools/test.py`` for an mmevt config.
 
-The toolkit is chosen from the config's ``default_scope`` (mmdet, mmseg or mmpretrain), so
+The toolkit is chosen from the config's ``default_scope`` (one of
+:data:`mmevt.toolkits.TOOLKITS`), so
 every option of that toolkit's tool (``--work-dir``, ``--resume``, ``--amp``,
 ``--cfg-options``, ``--launcher``, ``--show-dir`` ...) works unchanged.
 """
@@ -10,7 +11,7 @@ import runpy
 import sys
 from typing import List, Optional
 
-from ..toolkits import TOOLKITS, config_toolkit  # noqa: F401  (re-exported here)
+from ..toolkits import TOOLKITS, config_toolkit
 
 
 def find_config_arg(argv: List[str]) -> str:
@@ -51,9 +52,8 @@ def run_toolkit_tool(tool: str, argv: Optional[List[str]] = None) -> None:
         # asked for help without a config (mim train / test ask so): the options are the
         # toolkit's, which only the config names
         print(f'usage: tools/{tool}.py CONFIG [options]\n\nRuns the {tool}.py of the '
-              "toolkit of CONFIG's default_scope (mmdet, mmseg, mmpretrain, mmpose, "
-              f"mmaction2, mmrotate) with all its options; `tools/{tool}.py CONFIG -h` "
-              'lists them.')
+              f"toolkit of CONFIG's default_scope ({', '.join(TOOLKITS)}) with all its "
+              f'options; `tools/{tool}.py CONFIG -h` lists them.')
         return
     path = toolkit_tool_path(toolkit_of(find_config_arg(argv)), tool)
     sys.argv = [path] + list(argv)

@@ -12,7 +12,7 @@ deploys with mmdeploy (:mod:`mmevt.deploy.mmdeploy_export`). ``--verify`` is
 :mod:`mmevt.deploy.parity`, ``--benchmark`` :mod:`mmevt.deploy.timing`. User errors end
 either with a one-line message and exit status 1. ``--jsonl`` appends what was measured (one
 row per file) to a records file, as the docs' tables are written from
-(:mod:`mmevt.analysis.docs_sections`).
+(``tools/analysis/records_to_docs.py``).
 """
 import argparse
 import os.path as osp

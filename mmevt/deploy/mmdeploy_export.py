@@ -17,7 +17,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from ..toolkits import config_toolkit
+from ..toolkits import config_toolkit, get_toolkit
 from .rewriters import mmdeploy_compat
 from .shapes import MMDEPLOY_DYNAMIC_HW_ERROR, check_deploy_input_shape
 
@@ -81,14 +81,8 @@ def check_configs(deploy_cfg, model_cfg) -> None:
     if is_dynamic_shape(deploy_cfg):
         raise ValueError(MMDEPLOY_DYNAMIC_HW_ERROR)
     check_deploy_input_shape(get_input_shape(deploy_cfg))
-    if scope == 'mmdet':
-        has_mask = bool(model_cfg.model.get('roi_head', {}).get('mask_head'))
-        wants_mask = 'masks' in get_ir_config(deploy_cfg)['output_names']
-        if has_mask != wants_mask:
-            need = 'an instance-seg' if has_mask else 'a detection'
-            raise ValueError(f'{model_cfg.model.type} {"has" if has_mask else "has no"} mask '
-                             f'head: use {need} deploy config (output_names '
-                             f'{get_ir_config(deploy_cfg)["output_names"]} given)')
+    get_toolkit(scope).check_deploy_outputs(model_cfg,
+                                            get_ir_config(deploy_cfg)['output_names'])
 
 
 def export_mmdeploy(deploy_cfg, model_cfg, checkpoint: Optional[str], img: str,

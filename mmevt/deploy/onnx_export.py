@@ -21,7 +21,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from ..toolkits import build_model, config_toolkit, load_config
+from ..toolkits import build_model, config_toolkit, get_toolkit, load_config
 from .shapes import ONNX_DYNAMIC_HW_ERROR, check_shape
 
 
@@ -71,14 +71,14 @@ def load_model(config: str, checkpoint: Optional[str] = None, backbone_only: boo
         the data preprocessor's settings (``mean``, ``std``, ``bgr_to_rgb`` when present).
 
     Raises:
-        ValueError: the config's scope is not a toolkit, or it is an mmdet detector and
+        ValueError: the config's scope is not a toolkit, or its toolkit exports the backbone
+            only (an mmdet detector: :attr:`~mmevt.toolkits.base.Toolkit.onnx_refusal`) and
             ``backbone_only`` is False.
     """
     cfg = load_config(config, cfg_options)
-    scope = config_toolkit(cfg, config)
-    if scope == 'mmdet' and not backbone_only:
-        raise ValueError(f'{config} is an mmdet detector: its post-processing (NMS, RoI '
-                         'heads) needs mmdeploy; export the backbone with --backbone-only')
+    kit = get_toolkit(config_toolkit(cfg, config))
+    if not kit.onnx_kind and not backbone_only:
+        raise ValueError(f'{config} {kit.onnx_refusal}')
     # the whole model is built (and the checkpoint loaded into it) before taking .backbone,
     # so that a full-model checkpoint's keys match
     model = build_model(cfg, name=config, with_data_preprocessor=True, checkpoint=checkpoint,
@@ -86,7 +86,7 @@ def load_model(config: str, checkpoint: Optional[str] = None, backbone_only: boo
     pre = (cfg.model.get('data_preprocessor') if 'data_preprocessor' in cfg.model
            else cfg.get('data_preprocessor')) or {}
     preprocess = {k: pre[k] for k in ('mean', 'std', 'bgr_to_rgb', 'to_rgb') if k in pre}
-    kind = 'segmentor' if scope == 'mmseg' else 'classifier'
+    kind = kit.onnx_kind
     if backbone_only:
         model, kind = model.backbone, 'backbone'
     return model, kind, preprocess

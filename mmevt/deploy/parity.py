@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..toolkits import get_toolkit
 from ..utils.lists import as_list
 from .onnx_export import TensorMode
 from .rewriters import mmdeploy_compat
@@ -104,6 +105,7 @@ class Reference:
         from mmdeploy.utils import get_codebase, get_input_shape, get_ir_config
         self.deploy_cfg = deploy_cfg
         self.codebase = get_codebase(deploy_cfg).value
+        self.task = get_toolkit(self.codebase).deploy_task
         self.output_names = list(get_ir_config(deploy_cfg)['output_names'])
         processor = build_task_processor(model_cfg, deploy_cfg, 'cpu')
         torch.manual_seed(seed)
@@ -135,7 +137,7 @@ class Reference:
         left out: the toolkit pastes them into the image); segmentors ``output``
         ``(B, 1, H, W)`` class indices; classifiers ``output`` ``(B, num_classes)`` scores.
         """
-        if self.codebase == 'mmdet':
+        if self.task == 'ObjectDetection':
             preds = [s.pred_instances for s in self.model.predict(
                 self.inputs, copy_samples(self.data_samples), rescale=False)]
             k = max([len(p.scores) for p in preds] + [1])
@@ -144,7 +146,7 @@ class Reference:
                 dets[b, :len(p.scores)] = torch.cat([p.bboxes, p.scores[:, None]], 1).numpy()
                 labels[b, :len(p.scores)] = p.labels.numpy()
             return dict(dets=dets, labels=labels)
-        if self.codebase == 'mmseg':
+        if self.task == 'Segmentation':
             # mmseg's whole inference: decode head logits resized to the input, arg-max
             metas = [dict(s.metainfo, img_shape=tuple(self.inputs.shape[2:]))
                      for s in self.data_samples]
@@ -189,12 +191,14 @@ def match_detections(ref: torch.Tensor, ref_labels: torch.Tensor, got: torch.Ten
     return pairs
 
 
-def compare(codebase: str, got: Dict[str, np.ndarray], ref: Dict[str, np.ndarray],
+def compare(task: str, got: Dict[str, np.ndarray], ref: Dict[str, np.ndarray],
             input_hw: Sequence[int]) -> Dict[str, float]:
     """How far the ONNX outputs are from a reference in the graph's layout.
 
     Args:
-        codebase (str): ``'mmdet'``, ``'mmseg'`` or ``'mmpretrain'``.
+        task (str): mmdeploy's task of the toolkit
+            (:attr:`~mmevt.toolkits.base.Toolkit.deploy_task`): ``'ObjectDetection'``,
+            ``'Segmentation'`` or ``'Classification'``.
         got (dict): :func:`run_onnx`'s outputs.
         ref (dict): :meth:`Reference.traced` or :meth:`Reference.predict`.
         input_hw (Sequence[int]): ``(H, W)`` of the graph's input.
@@ -210,9 +214,9 @@ def compare(codebase: str, got: Dict[str, np.ndarray], ref: Dict[str, np.ndarray
         segmentors ``class_map`` (fraction of pixels whose class differs); classifiers
         ``probability`` (largest score difference) and ``top1`` (fraction that differ).
     """
-    if codebase == 'mmseg':
+    if task == 'Segmentation':
         return dict(class_map=float((got['output'] != ref['output']).mean()))
-    if codebase == 'mmpretrain':
+    if task == 'Classification':
         return dict(probability=float(np.abs(got['output'] - ref['output']).max()),
                     top1=float((got['output'].argmax(1) != ref['output'].argmax(1)).mean()))
     side = float(max(input_hw))
@@ -250,7 +254,7 @@ def compare(codebase: str, got: Dict[str, np.ndarray], ref: Dict[str, np.ndarray
     return stats
 
 
-def check_parity(codebase: str, stats: Dict[str, float]) -> None:
+def check_parity(stats: Dict[str, float]) -> None:
     """Raise ``RuntimeError`` when :func:`compare`'s numbers exceed :data:`TOLERANCES`
     (and for any unmatched detection or changed top-1 class)."""
     bad = {k: v for k, v in stats.items() if k in TOLERANCES and v > TOLERANCES[k]}
@@ -296,9 +300,9 @@ def verify_mmdeploy(onnx_file: str, deploy_cfg, model_cfg, checkpoint: Optional[
         ref = Reference(deploy_cfg, model_cfg, checkpoint, read_images(img, batch), seed)
         got = run_onnx(session, ref.inputs)
         for name, expected in (('graph', ref.traced()), ('toolkit', ref.predict())):
-            stats = compare(ref.codebase, got, expected, ref.inputs.shape[2:])
+            stats = compare(ref.task, got, expected, ref.inputs.shape[2:])
             if name == 'graph':
-                check_parity(ref.codebase, stats)
+                check_parity(stats)
             for k, v in stats.items():
                 result[name][k] = v if batch == 1 else max(result[name][k], v)
     result['batches'] = list(batches)

@@ -22,7 +22,7 @@ import warnings
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import (atomic_writes, checkpoint_loading, config_resolution, cpu_distributed,
-               param_groups)
+               flop_handles, param_groups)
 
 
 class Patch(NamedTuple):
@@ -37,11 +37,6 @@ class Patch(NamedTuple):
     when: str  # 'import' (import mmevt), else the tool inside which it applies
     apply: Optional[Callable[[], None]] = None
     others: str = 'nothing: it applies only inside that tool'  # what changes for other code
-
-
-def _flop_handles() -> None:
-    from ..analysis.flop_handles import register_flop_handles
-    register_flop_handles()
 
 
 PATCHES: Tuple[Patch, ...] = (
@@ -144,11 +139,12 @@ PATCHES: Tuple[Patch, ...] = (
           'parameter groups (same keys, values and parameter lists): a ConfigDict\'s '
           'attribute access (group.lr) on a group no longer works; the optimizer, its '
           'state_dict and the schedulers are unchanged'),
-    Patch('flop-handles', 'mmevt.analysis.flop_handles',
+    Patch('flop-handles', 'mmevt.patches.flop_handles',
           ('mmengine.analysis.complexity_analysis._DEFAULT_SUPPORTED_FLOP_OPS',
            'fvcore.nn.flop_count._DEFAULT_SUPPORTED_OPS'),
           'the FLOP counters count fused attention (aten::scaled_dot_product_attention)',
-          'needed', 'needed (same code)', 'none filed', 'import', _flop_handles,
+          'needed', 'needed (same code)', 'none filed', 'import',
+          flop_handles.register_flop_handles,
           "FLOP counts of every model that calls F.scaled_dot_product_attention grow "
           "by its q k^T and A v multiply-adds (uncounted without mmevt); other models' "
           'counts are unchanged'),

@@ -35,7 +35,7 @@ TSN recipe). mmaction2's 2D recognizers (TSN) get ``type='mmpretrain.EVT'``, the
 for which Recognizer2D unpacks a backbone's tuple of maps, and their ``cls_head`` is the
 consumer; TSM (a temporal shift inside the backbone, which a 2D EVT would silently drop)
 and the 3D, audio and skeleton recognizers are refused with the reason
-(:mod:`.action`). ``--check`` builds the written config, runs one
+(:mod:`mmevt.toolkits.mmaction`). ``--check`` builds the written config, runs one
 training step and one prediction on a generated batch and prints params / FLOPs before and
 after (:func:`smoke_test_config`); SRC's model is then built once, for the probe and the
 counts.
@@ -49,18 +49,13 @@ The package, one module per step:
   :func:`swap_config`;
 - :mod:`.config_source`: a general writer of Python config source; :mod:`.render` writes
   a plan with it;
-- :mod:`.smoke`: the smoke test (``--check``); :mod:`.pose_batch` makes its batches for
-  mmpose configs through their own pipelines;
-- :mod:`.action`: mmaction2's recognizers: which can be swapped (the refusals), the
-  backbone type they take, the smoke test's clips ``(N, segments, 3, H, W)``;
-- :mod:`.rotated`: mmrotate's detectors: the smoke test's ground truth as the config's
-  training pipeline gives it (box type, masks: :func:`~.rotated.training_targets`), the
-  models needing a GPU;
-- :mod:`.cli`: the ``mmevt-swap`` command;
-- :mod:`.values`: config values as plain containers / lists, shared by the steps.
+- :mod:`.smoke`: the smoke test (``--check``);
+- :mod:`.cli`: the ``mmevt-swap`` command.
+
+What differs by toolkit (the refusals, the backbone type, the recipe's family, the smoke
+batch: mmpose's through the config's own pipelines, mmaction2's clips, mmrotate's oriented
+boxes) each toolkit's module in :mod:`mmevt.toolkits` says.
 """
-from .action import BACKBONE_TYPE, OTHER_RECOGNIZERS, TEMPORAL_BACKBONES, action_batch, \
-    clip_segments, refuse_unswappable
 from .cli import build_parser, cli, main
 from .config_source import comment_lines, deep_update, format_value, nest_override
 from .consumers import CHANNEL_KEYS, CONCAT_NECKS, HEAD_KEYS, concatenated_outputs, \
@@ -69,25 +64,22 @@ from .plan import IMAGENET_MEAN, IMAGENET_STD, Override, SwapPlan, load_src, pla
     swap_config
 from .probe import EVT_STRIDES, PROBE_SIZE, BackboneOutputs, build_source_model, \
     map_outputs, measure_backbone
-from .pose_batch import KEPT_STEPS, kept_steps, pose_batches
-from .recipes import BACKBONE_FAMILY, FAMILY_CONFIGS, QUERY_BASED_HEADS, QUERY_BASED_MODELS, \
-    SHARED_RECIPE_ARCH, TOPDOWN_POSE_MODELS, apply_recipe, canonical_arch, family_config, \
+from .recipes import FAMILY_CONFIGS, QUERY_BASED_HEADS, QUERY_BASED_MODELS, \
+    SHARED_RECIPE_ARCH, apply_recipe, canonical_arch, family_config, query_based, \
     recipe_family
 from .render import render
 from .smoke import CheckResult, SmokeTestResult, check_config, check_size, flops_or_none, \
-    make_batch, runner_model_cfg, smoke_test_config, smoke_test_size
+    runner_model_cfg, smoke_test_config, smoke_test_size
 
 __all__ = [
-    'BACKBONE_FAMILY', 'BACKBONE_TYPE', 'BackboneOutputs', 'CHANNEL_KEYS', 'CONCAT_NECKS',
-    'CheckResult', 'EVT_STRIDES', 'FAMILY_CONFIGS', 'HEAD_KEYS', 'IMAGENET_MEAN',
-    'IMAGENET_STD', 'KEPT_STEPS', 'OTHER_RECOGNIZERS', 'Override', 'PROBE_SIZE',
-    'QUERY_BASED_HEADS', 'QUERY_BASED_MODELS', 'SHARED_RECIPE_ARCH', 'SmokeTestResult',
-    'SwapPlan', 'TEMPORAL_BACKBONES', 'TOPDOWN_POSE_MODELS', 'action_batch', 'apply_recipe',
-    'build_parser', 'build_source_model', 'canonical_arch', 'check_config', 'check_size',
-    'cli', 'clip_segments', 'comment_lines', 'concatenated_outputs', 'deep_update',
-    'dotted_path', 'family_config', 'find_consumers', 'flops_or_none', 'format_value',
-    'kept_steps', 'load_src', 'main', 'make_batch', 'map_outputs', 'measure_backbone',
-    'nest_override', 'plan_swap', 'pose_batches', 'recipe_family', 'refuse_unswappable',
+    'BackboneOutputs', 'CHANNEL_KEYS', 'CONCAT_NECKS', 'CheckResult', 'EVT_STRIDES',
+    'FAMILY_CONFIGS', 'HEAD_KEYS', 'IMAGENET_MEAN', 'IMAGENET_STD', 'Override',
+    'PROBE_SIZE', 'QUERY_BASED_HEADS', 'QUERY_BASED_MODELS', 'SHARED_RECIPE_ARCH',
+    'SmokeTestResult', 'SwapPlan', 'apply_recipe', 'build_parser', 'build_source_model',
+    'canonical_arch', 'check_config', 'check_size', 'cli', 'comment_lines',
+    'concatenated_outputs', 'deep_update', 'dotted_path', 'family_config',
+    'find_consumers', 'flops_or_none', 'format_value', 'load_src', 'main', 'map_outputs',
+    'measure_backbone', 'nest_override', 'plan_swap', 'query_based', 'recipe_family',
     'remap_channels', 'remap_featuremap_size', 'render', 'runner_model_cfg',
     'smoke_test_config', 'smoke_test_size', 'swap_config'
 ]

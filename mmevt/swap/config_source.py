@@ -11,7 +11,7 @@ import re
 import textwrap
 from typing import Any, Dict, List, Tuple
 
-from .values import to_plain
+from ..toolkits.config_values import to_plain
 
 _IDENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 

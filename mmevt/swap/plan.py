@@ -12,15 +12,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..analysis import count_params
 from ..models.backbones.archs import resolve_arch
-from ..toolkits import TOOLKITS, config_toolkit, load_config
-from .action import BACKBONE_TYPE, BACKBONE_TYPE_WHY, refuse_unswappable
+from ..toolkits import TOOLKITS, config_toolkit, get_toolkit, load_config
 from .consumers import CHANNEL_KEYS, ModelPath, concatenated_outputs, dotted_path, \
     find_consumers, remap_channels, remap_featuremap_size
 from .probe import EVT_STRIDES, BackboneOutputs, build_source_model, map_outputs, \
     measure_backbone
 from .recipes import apply_recipe, canonical_arch
 from .render import render
-from .rotated import gpu_only_reason
 from .smoke import quiet_logger, runner_model_cfg
 
 # ImageNet normalisation of EVT's classification configs (mmpretrain's; RGB).
@@ -106,18 +104,19 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
     Raises:
         ValueError: SRC cannot be swapped (the message says why: e.g. a model reading no
             stride-32 map, a consumer whose channels do not match the backbone's outputs,
-            mmaction2's TSM or 3D recognizers: :func:`~mmevt.swap.action.refuse_unswappable`).
+            mmaction2's TSM or 3D recognizers: the toolkit's
+            :meth:`~mmevt.toolkits.base.Toolkit.refuse_unswappable`).
     """
     if recipe not in ('evt', 'keep'):
         raise ValueError(f"--recipe must be 'evt' or 'keep', got {recipe!r}")
     arch = canonical_arch(arch)
     cfg = load_src(src)
     toolkit = config_toolkit(cfg, src)
+    kit = get_toolkit(toolkit)
     model = cfg.get('model')
     if not isinstance(model, dict) or not isinstance(model.get('backbone'), dict):
         raise ValueError(f'{src}: model.backbone is missing; nothing to swap')
-    if toolkit == 'mmaction':  # before building: TSM's backbone fails on a lone frame
-        refuse_unswappable(model, src)
+    kit.refuse_unswappable(model, src)  # before building (TSM's backbone fails on a frame)
     source = None
     if count_source:
         with quiet_logger():  # SRC's INFO notices; the smoke test's build of DST logs them
@@ -126,11 +125,8 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
                                          backbone=None if source is None else source.backbone)
     stages, notes = map_outputs(outputs)
     dims = resolve_arch(arch)['embed_dims']
-    # mmaction2 builds a 'mmpretrain.' backbone from mmpretrain's registry: no _scope_
-    kind = dict(_scope_=(toolkit, None), type=('EVT', None)) if toolkit != 'mmaction' \
-        else dict(type=(BACKBONE_TYPE, BACKBONE_TYPE_WHY))
     backbone: Dict[str, Any] = dict(
-        _delete_=(True, None), **kind, arch=(arch, None),
+        _delete_=(True, None), **kit.swap_backbone_type(), arch=(arch, None),
         out_indices=(tuple(stages), f'the stages of strides '
                      f'{[EVT_STRIDES[s] for s in stages]}, for {outputs.type}\'s outputs '
                      f'{outputs.describe()}'))
@@ -173,7 +169,7 @@ def plan_swap(src: str, arch: str, pretrained: Optional[str] = None, recipe: str
         backbone['init_cfg'] = (dict(type='Pretrained', checkpoint=pretrained,
                                      prefix='backbone.'),
                                 'an mmevt classifier checkpoint (keys under backbone.)')
-    uses = gpu_only_reason(model) if toolkit == 'mmrotate' else None
+    uses = kit.gpu_only_reason(model)
     if uses:
         plan.notes.append(f'this model needs a GPU to train: {uses} (mmcv has CUDA kernels of '
                           'these only; --check, which runs on the CPU, is refused)')
@@ -188,9 +184,8 @@ def _normalisation(plan: SwapPlan, cfg) -> None:
     dp = cfg.get('data_preprocessor') if top else cfg.model.data_preprocessor
     if not isinstance(dp, dict) or 'mean' not in dp:
         return
-    # mmaction2's pipelines decode frames as RGB already: its to_rgb would make them BGR
-    rgb_key, rgb = dict(mmpretrain=('to_rgb', True), mmaction=('to_rgb', False)).get(
-        plan.toolkit, ('bgr_to_rgb', True))
+    # the toolkit's key and value (mmaction2's pipelines decode frames as RGB already)
+    rgb_key, rgb = get_toolkit(plan.toolkit).rgb_setting
     same = ([float(v) for v in dp['mean']] == IMAGENET_MEAN
             and [float(v) for v in dp.get('std', [])] == IMAGENET_STD
             and bool(dp.get(rgb_key, False)) == rgb)

@@ -9,12 +9,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
-from ..toolkits import TOOLKIT_TABLE, build_model, toolkit_facts
-from .values import to_plain
+from ..toolkits import TOOLKIT_TABLE, build_model, get_toolkit
+from ..toolkits.config_values import to_plain
 
 EVT_STRIDES = (4, 8, 16, 32)
 # Side of the square input the original backbone is probed with, per toolkit (why these:
-# :data:`mmevt.toolkits.TOOLKIT_TABLE`).
+# :attr:`mmevt.toolkits.base.Toolkit.probe_size`, each toolkit's module).
 PROBE_SIZE = {name: facts.probe_size for name, facts in TOOLKIT_TABLE.items()}
 
 
@@ -90,7 +90,7 @@ def measure_backbone(backbone_cfg: dict, toolkit: str, size: Optional[int] = Non
             output is neither a ``(B, C, H, W)`` map nor ``(B, C)`` pooled features.
     """
     import torch
-    size = size or toolkit_facts(toolkit).probe_size
+    size = size or get_toolkit(toolkit).probe_size
     name = _swappable_type(backbone_cfg)
     if backbone is None:
         cfg = to_plain(backbone_cfg)

@@ -5,16 +5,18 @@ taken from our config of the same family and arch (:data:`FAMILY_CONFIGS`), load
 mmengine; query-based models (DETR family, Sparse R-CNN, MaskFormer / Mask2Former, KNet)
 keep their own AdamW recipe, since none of our families matches them
 (:func:`recipe_family`); so do mmpose's bottom-up models (our pose family is top-down).
+What differs by toolkit (its families, its schedule) its module says
+(:class:`mmevt.toolkits.base.Toolkit`).
 """
 import glob
 import os.path as osp
 from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from ..models.backbones.archs import ARCH_NAMES, canonical_name, resolve_arch
-from ..toolkits import load_config
+from ..toolkits import get_toolkit, load_config
+from ..toolkits.config_values import to_plain
 from ..utils.lists import as_list
 from .consumers import HEAD_KEYS
-from .values import to_plain
 
 if TYPE_CHECKING:  # the plan imports this module to fill its recipe in
     from .plan import SwapPlan
@@ -42,11 +44,6 @@ SHARED_RECIPE_ARCH = 'evt-t'
 QUERY_BASED_MODELS = ('DETR', 'ConditionalDETR', 'DABDETR', 'DeformableDETR', 'DINO',
                       'DDQDETR', 'SparseRCNN', 'QueryInst', 'MaskFormer', 'Mask2Former')
 QUERY_BASED_HEADS = ('MaskFormerHead', 'Mask2FormerHead', 'IterativeDecodeHead')
-# mmpose: our pose family is top-down (a crop per person); bottom-up models (one map for all
-# people: DEKR, CID, associative embedding) keep their own recipe.
-TOPDOWN_POSE_MODELS = ('TopdownPoseEstimator', )
-# The family whose backbone settings (drop path, norm) a model keeping its own recipe gets.
-BACKBONE_FAMILY = dict(mmdet='mask_rcnn', mmseg='upernet', mmpose='pose')
 
 
 def canonical_arch(arch: str) -> str:
@@ -61,35 +58,24 @@ def canonical_arch(arch: str) -> str:
         raise ValueError(f'--arch must be one of {list(ARCH_NAMES)}, got {arch!r}') from err
 
 
-def recipe_family(model_cfg: dict, toolkit: str) -> Optional[str]:
-    """Which of our families' recipes fits ``model_cfg``; None for query-based models.
-
-    mmdet: a cascade RoI head -> ``cascade``, another RoI head -> ``mask_rcnn`` (two-stage
-    detectors), no RoI head -> ``retinanet`` (dense one-stage heads); mmseg: an FPN neck ->
-    ``sem_fpn``, else ``upernet`` (heads on the backbone's maps); mmpretrain -> ``cls``;
-    mmpose: a top-down model -> ``pose``, None for bottom-up ones; mmaction2 (its 2D
-    recognizers; the others are refused) -> ``action``; mmrotate -> ``rotated`` (mmrotate's
-    Swin-T recipes, one optimizer for every detector).
-    """
-    if toolkit == 'mmpretrain':
-        return 'cls'
-    if toolkit == 'mmaction':
-        return 'action'
-    if toolkit == 'mmrotate':
-        return 'rotated'
-    if toolkit == 'mmpose':
-        return 'pose' if model_cfg.get('type') in TOPDOWN_POSE_MODELS else None
+def query_based(model_cfg: dict) -> bool:
+    """Whether ``model_cfg`` is a query-based model (:data:`QUERY_BASED_MODELS`, or a head
+    of :data:`QUERY_BASED_HEADS`)."""
     heads = [h for k in HEAD_KEYS for h in as_list(model_cfg.get(k)) if isinstance(h, dict)]
-    if (model_cfg.get('type') in QUERY_BASED_MODELS
-            or any(h.get('type') in QUERY_BASED_HEADS for h in heads)):
+    return (model_cfg.get('type') in QUERY_BASED_MODELS
+            or any(h.get('type') in QUERY_BASED_HEADS for h in heads))
+
+
+def recipe_family(model_cfg: dict, toolkit: str) -> Optional[str]:
+    """Which of our families' recipes fits ``model_cfg``: None for query-based models where
+    the toolkit keeps their recipe (:attr:`~mmevt.toolkits.base.Toolkit.keeps_query_recipe`),
+    else the toolkit's :meth:`~mmevt.toolkits.base.Toolkit.recipe_family` (e.g. mmdet: a
+    cascade RoI head -> ``cascade``; mmpose: None for bottom-up models).
+    """
+    kit = get_toolkit(toolkit)
+    if kit.keeps_query_recipe and query_based(model_cfg):
         return None
-    if toolkit == 'mmdet':
-        roi = model_cfg.get('roi_head')
-        if not roi:
-            return 'retinanet'
-        return 'cascade' if roi.get('type') == 'CascadeRoIHead' else 'mask_rcnn'
-    neck = model_cfg.get('neck')
-    return 'sem_fpn' if neck and neck.get('type') == 'FPN' else 'upernet'
+    return kit.recipe_family(model_cfg)
 
 
 def family_config(family: str, arch: str) -> Tuple[str, bool]:
@@ -136,16 +122,11 @@ def apply_recipe(plan: 'SwapPlan', src_cfg, recipe: str) -> None:
     if recipe == 'keep':
         plan.recipe_note = 'the optimizer and schedule of SRC (--recipe keep)'
         return
+    kit = get_toolkit(plan.toolkit)
     family = recipe_family(src_cfg.model, plan.toolkit)
     if family is None:
-        if plan.toolkit == 'mmpose':
-            plan.recipe_note = (f'{src_cfg.model.get("type")} is bottom-up: our pose family '
-                                'is top-down, so its own recipe is kept')
-        else:
-            plan.recipe_note = (f'{src_cfg.model.get("type")} is query-based: none of our '
-                                'families matches, so its own AdamW recipe (lr tuned for its '
-                                'decoder, backbone lr x0.1) is kept')
-        path, _ = family_config(BACKBONE_FAMILY.get(plan.toolkit, 'upernet'), plan.arch)
+        plan.recipe_note = kit.kept_recipe_note(src_cfg.model.get('type'))
+        path, _ = family_config(kit.backbone_family, plan.arch)
         ours = load_config(path)
         norm = ours.model.backbone.get('norm_cfg')
         if norm:
@@ -175,16 +156,15 @@ def apply_recipe(plan: 'SwapPlan', src_cfg, recipe: str) -> None:
                            f'{optimizer.type} and lr of our {src_name} '
                            f"({FOREIGN_OPTIMIZERS.get(family, 'its recipe')}); SRC's schedule "
                            'is kept'))
-    if plan.toolkit in ('mmseg', 'mmpretrain'):
+    if kit.schedule_why:
         sched = _with_scope(to_plain(ours.param_scheduler), plan.toolkit)
         why = f'the schedule of our {src_name}'
         max_iters = src_cfg.get('train_cfg', {}).get('max_iters')
-        if plan.toolkit == 'mmseg' and max_iters and not sched[-1].get('by_epoch', True):
+        if kit.schedule_ends_at_max_iters and max_iters \
+                and not sched[-1].get('by_epoch', True):
             sched[-1]['end'] = max_iters
             why += f", ending at SRC's max_iters ({max_iters})"
-        why += (": SRC's SGD schedule does not fit AdamW (e.g. mmseg's poly decays to "
-                '1e-4, above our lr)' if plan.toolkit == 'mmseg' else
-                ": warm-up + cosine over SRC's epochs")
+        why += kit.schedule_why
         plan.top_level.append(('param_scheduler', sched, why))
     if ours.get('auto_scale_lr'):
         plan.top_level.append(('auto_scale_lr', to_plain(ours.auto_scale_lr),

@@ -11,14 +11,12 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple, Union
 
 from ..analysis import count_flops, count_params
-from ..analysis.flops import clip_segments
-from ..toolkits import build_model, config_toolkit, load_config, toolkit_facts, toolkit_scope
+from ..toolkits import build_model, config_toolkit, get_toolkit, load_config, toolkit_scope
+from ..toolkits.config_values import to_plain
 from .probe import EVT_STRIDES
-from .rotated import TrainingTargets, gpu_only_reason, rotated_batch, training_targets
-from .values import to_plain
 
 
 def _query_tokens_size(model_cfg: dict, stages: Sequence[int]) -> int:
@@ -40,20 +38,21 @@ def _query_tokens_size(model_cfg: dict, stages: Sequence[int]) -> int:
 def smoke_test_size(model_cfg: dict, stages: Sequence[int],
                     toolkit: Optional[str] = None) -> int:
     """A square input side the swapped model accepts: 64 (EVT's four stride-2 levels need
-    32; 64 leaves the stride-32 map 2 x 2), more for two-stage query detectors; for
-    mmaction2's 2D recognizers the frame its recipes crop (224), so that the clips are
-    shaped as the recognizer's training data.
+    32; 64 leaves the stride-32 map 2 x 2), more for two-stage query detectors; a
+    toolkit's own :attr:`~mmevt.toolkits.base.Toolkit.smoke_size` where it has one
+    (mmaction2's: the frame its recipes crop, so that the clips are shaped as the
+    recognizer's training data).
 
     Args:
         model_cfg (dict): DST's ``model``.
         stages (Sequence[int]): the EVT stages the model reads.
-        toolkit (str, optional): DST's toolkit. Defaults to None (not mmaction2).
+        toolkit (str, optional): DST's toolkit. Defaults to None (none of its own size).
 
     Returns:
         int: the side, a multiple of 32.
     """
-    if toolkit == 'mmaction':
-        return toolkit_facts(toolkit).flops_shape[0]
+    if toolkit is not None and get_toolkit(toolkit).smoke_size:
+        return get_toolkit(toolkit).smoke_size
     return max(64, _query_tokens_size(model_cfg, stages))
 
 
@@ -74,92 +73,6 @@ def _num_classes(model_cfg: dict) -> int:
     return min(found) if found else 3
 
 
-def _annotations(cfg) -> Dict[str, bool]:
-    """Which annotations the config's training pipeline loads (masks, semantic maps), read
-    from its ``LoadAnnotations`` / ``LoadPanopticAnnotations`` step (heads that do not
-    train on masks may break on them, e.g. RTMDet's assigner)."""
-    found = dict(with_mask=False, with_seg=False)
-
-    def walk(v: Any) -> None:
-        if isinstance(v, dict):
-            kind = v.get('type')
-            if kind == 'LoadPanopticAnnotations':
-                found['with_mask'] |= v.get('with_mask', True)
-                found['with_seg'] |= v.get('with_seg', True)
-            elif kind == 'LoadAnnotations':
-                found['with_mask'] |= bool(v.get('with_mask', False))
-                found['with_seg'] |= bool(v.get('with_seg', False))
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-    walk(to_plain(cfg.get('train_dataloader', {})))
-    return found
-
-
-def make_batch(toolkit: str, model_cfg: dict, size: int, batch: int = 2,
-               annotations: Optional[Dict[str, bool]] = None, segments: int = 3,
-               targets: Optional[TrainingTargets] = None) -> dict:
-    """A generated batch as the toolkit's dataloader gives it: uint8 images, annotations
-    drawn at random (at most 3 classes, valid for any head); for mmdet the masks /
-    semantic maps that ``annotations`` (:func:`_annotations`) names; for mmaction2 clips
-    of ``segments`` frames (:func:`mmevt.swap.action.action_batch`); for mmrotate oriented
-    boxes (and masks) as ``targets`` say (:func:`mmevt.swap.rotated.rotated_batch`).
-
-    Args:
-        toolkit (str): the model's toolkit.
-        model_cfg (dict): its ``model`` (for the number of classes).
-        size (int): the images' side.
-        batch (int): the number of images (mmaction2: clips). Defaults to 2.
-        annotations (dict, optional): ``with_mask`` / ``with_seg`` for mmdet. Defaults to
-            None (neither).
-        segments (int): mmaction2's frames a clip (:func:`mmevt.analysis.flops.clip_segments`).
-            Defaults to 3.
-        targets (TrainingTargets, optional): mmrotate's ground truth, its box type and
-            masks (:func:`mmevt.swap.rotated.training_targets`). Defaults to None
-            (``'rbox'``, no masks).
-
-    Returns:
-        dict: ``inputs`` (``batch`` uint8 tensors of shape ``(3, size, size)``; mmaction2:
-        ``(segments, 3, size, size)``) and ``data_samples``.
-    """
-    import torch
-    classes = min(3, _num_classes(model_cfg))
-    if toolkit == 'mmaction':
-        from .action import action_batch
-        return action_batch(size, segments, batch, classes)
-    if toolkit == 'mmrotate':
-        targets = targets or TrainingTargets('rbox')
-        return rotated_batch(size, batch, classes, targets.box_type, targets.masks)
-    gen = torch.Generator().manual_seed(0)
-    inputs = [torch.randint(0, 256, (3, size, size), generator=gen, dtype=torch.uint8)
-              for _ in range(batch)]
-    if toolkit == 'mmdet':
-        from mmdet.testing import demo_mm_inputs
-        ann = annotations or {}
-        data = demo_mm_inputs(batch, [(3, size, size)] * batch, num_items=[3] * batch,
-                              num_classes=classes, with_mask=ann.get('with_mask', False),
-                              with_semantic=ann.get('with_seg', False))
-        data['inputs'] = inputs
-        return data
-    if toolkit == 'mmseg':
-        from mmengine.structures import PixelData
-        from mmseg.structures import SegDataSample
-        samples = []
-        for _ in range(batch):
-            s = SegDataSample(metainfo=dict(img_shape=(size, size), ori_shape=(size, size),
-                                            pad_shape=(size, size)))
-            s.gt_sem_seg = PixelData(data=torch.randint(0, classes, (1, size, size),
-                                                        generator=gen))
-            samples.append(s)
-        return dict(inputs=inputs, data_samples=samples)
-    from mmpretrain.structures import DataSample
-    samples = [DataSample(metainfo=dict(img_shape=(size, size))).set_gt_label(i % classes)
-               for i in range(batch)]
-    return dict(inputs=inputs, data_samples=samples)
-
-
 def runner_model_cfg(cfg, toolkit: str, size: Optional[int] = None) -> dict:
     """``cfg.model`` as the runner builds it, with the data preprocessor's batch
     augmentations (e.g. LSJ's fixed 1024 pad) off and the backbone's ``init_cfg`` dropped
@@ -168,8 +81,9 @@ def runner_model_cfg(cfg, toolkit: str, size: Optional[int] = None) -> dict:
     Args:
         cfg (mmengine.Config): the config.
         toolkit (str): its toolkit.
-        size (int, optional): mmseg's pad size for a ``size x size`` input. Defaults to
-            None (the config's).
+        size (int, optional): the pad size of a toolkit whose data preprocessor pads to a
+            fixed size (:attr:`~mmevt.toolkits.base.Toolkit.pads_to_input_size`: mmseg's),
+            for a ``size x size`` input. Defaults to None (the config's).
 
     Returns:
         dict: the model config, plain containers.
@@ -180,7 +94,7 @@ def runner_model_cfg(cfg, toolkit: str, size: Optional[int] = None) -> dict:
     dp = model.get('data_preprocessor')
     if isinstance(dp, dict):
         dp.pop('batch_augments', None)
-        if toolkit == 'mmseg' and dp.get('size') and size:
+        if get_toolkit(toolkit).pads_to_input_size and dp.get('size') and size:
             dp['size'] = (size, size)
     if isinstance(model.get('backbone'), dict):
         model['backbone'].pop('init_cfg', None)  # no checkpoint needed for the check
@@ -239,9 +153,9 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
                       log: Callable[[str], None] = print) -> SmokeTestResult:
     """Build ``dst`` as a runner does, run one training step (finite loss, non-zero
     gradients in the backbone, optimizer step) and one prediction on a generated batch
-    (for mmpose made by the config's own pipelines: :mod:`~mmevt.swap.pose_batch`; for
-    mmaction2 clips ``(2, segments, 3, 224, 224)`` of the training pipeline's segments:
-    :func:`~mmevt.analysis.flops.clip_segments`).
+    (the toolkit's :meth:`~mmevt.toolkits.base.Toolkit.smoke_batches`: for mmpose made by
+    the config's own pipelines, for mmaction2 clips ``(2, segments, 3, 224, 224)`` of the
+    training pipeline's segments, for mmrotate oriented boxes as its pipeline gives them).
 
     Args:
         dst (str): the swapped config.
@@ -258,29 +172,24 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
 
     Raises:
         ValueError: a non-finite loss, no backbone gradient, or a wrong number of
-            predictions; an mmrotate model calling an mmcv op that has no CPU kernel
-            (:func:`~mmevt.swap.rotated.gpu_only_ops`: the test runs on the CPU), or whose
-            training pipeline's ground truth cannot be read
-            (:func:`~mmevt.swap.rotated.training_targets`).
+            predictions; a model calling an mmcv op that has no CPU kernel (the toolkit's
+            :meth:`~mmevt.toolkits.base.Toolkit.gpu_only_reason`: the test runs on the
+            CPU), or whose training pipeline's ground truth cannot be read (mmrotate's
+            :func:`~mmevt.toolkits.mmrotate.training_targets`).
     """
     import torch
     from mmengine.optim import build_optim_wrapper
     start = time.perf_counter()
     cfg = load_config(dst)
     toolkit = config_toolkit(cfg, dst)
-    targets = None
-    if toolkit == 'mmrotate':
-        uses = gpu_only_reason(cfg.model)
-        if uses:
-            raise ValueError(f'{dst}: the smoke test runs on the CPU, and this model needs a '
-                             f'GPU: {uses}, which mmcv implements for CUDA only (no CPU '
-                             'kernel). The swapped config is written: train it on a GPU')
-        try:
-            targets = training_targets(cfg)
-        except ValueError as e:
-            raise ValueError(f'{dst}: {e}') from None
+    kit = get_toolkit(toolkit)
+    uses = kit.gpu_only_reason(cfg.model)
+    if uses:
+        raise ValueError(f'{dst}: the smoke test runs on the CPU, and this model needs a '
+                         f'GPU: {uses}, which mmcv implements for CUDA only (no CPU '
+                         'kernel). The swapped config is written: train it on a GPU')
     size = size or smoke_test_size(cfg.model, stages, toolkit)
-    segments = clip_segments(cfg) if toolkit == 'mmaction' else None
+    segments = kit.clip_frames(cfg)
     model_cfg = runner_model_cfg(cfg, toolkit, size)
     torch.manual_seed(0)  # not build_model's seed=: the training step draws from it too
     model = build_model(model_cfg, toolkit)
@@ -290,13 +199,8 @@ def smoke_test_config(dst: str, size: Optional[int] = None,
     if optim_cfg.get('type') == 'AmpOptimWrapper' and not torch.cuda.is_available():
         optim_cfg['type'] = 'OptimWrapper'  # mmengine's AMP wrapper needs a GPU
         optim_cfg.pop('loss_scale', None)
-    if toolkit == 'mmpose':  # the config's own pipelines: codec targets, its input size
-        from .pose_batch import pose_batches
-        batch, predict_batches = pose_batches(cfg, size)
-    else:
-        batch = make_batch(toolkit, model_cfg, size, annotations=_annotations(cfg),
-                           segments=segments or 3, targets=targets)
-        predict_batches = [batch]
+    batch, predict_batches = kit.smoke_batches(cfg, model_cfg, size, dst,
+                                               classes=min(3, _num_classes(model_cfg)))
     with toolkit_scope(toolkit), quiet_logger():
         optim = build_optim_wrapper(model, optim_cfg)
         model.train()

@@ -11,9 +11,8 @@ Its parameters are named as mmpretrain's classifier of the same arch
 a converted RMT checkpoint loads without renaming (:func:`checkpoint_filter_fn`).
 """
 import logging
-import sys
 from contextlib import nullcontext
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 import torch
 from timm.layers import ClassifierHead, get_device_dtype, register_notrace_module
@@ -381,21 +380,75 @@ def _create(variant: str, pretrained: bool = False, **kwargs: Any) -> EVTClassif
         feature_cfg=dict(feature_cls='getter', out_indices=out_indices), **kwargs)
 
 
-def _entrypoint(name: str) -> Callable[..., EVTClassifier]:
-    """The timm entrypoint ``name(pretrained=False, **kwargs)`` of one arch."""
-
-    def entrypoint(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
-        return _create(name, pretrained=pretrained, **kwargs)
-
-    entrypoint.__name__ = entrypoint.__qualname__ = name
-    entrypoint.__module__ = __name__
-    entrypoint.__doc__ = (f'{TIMM_NAMES[name]} ({name}): mmevt\'s arch as a timm model, see '
-                          ':class:`EVTClassifier`.')
-    return entrypoint
+# The timm entrypoints, one per arch of :data:`TIMM_NAMES`, written as timm's own models write
+# theirs (``@register_model def convnext_tiny(pretrained=False, **kwargs)``): registered on
+# the first import of this module; tests/test_timm.py checks they are TIMM_NAMES, no more.
 
 
-_this = sys.modules[__name__]
-for _name in TIMM_NAMES:  # registered on first import of this module, once
-    setattr(_this, _name, register_model(_entrypoint(_name)))
+@register_model
+def evt_tiny(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """EVT-T (``evt_tiny``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('evt_tiny', pretrained, **kwargs)
+
+
+@register_model
+def evt_small(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """EVT-S (``evt_small``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('evt_small', pretrained, **kwargs)
+
+
+@register_model
+def evt_base(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """EVT-B (``evt_base``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('evt_base', pretrained, **kwargs)
+
+
+@register_model
+def evt_large(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """EVT-L (``evt_large``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('evt_large', pretrained, **kwargs)
+
+
+@register_model
+def evt_swin_tiny(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """EVT-Swin-T (``evt_swin_tiny``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('evt_swin_tiny', pretrained, **kwargs)
+
+
+@register_model
+def evt_swin_small(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """EVT-Swin-S (``evt_swin_small``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('evt_swin_small', pretrained, **kwargs)
+
+
+@register_model
+def evt_swin_base(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """EVT-Swin-B (``evt_swin_base``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('evt_swin_base', pretrained, **kwargs)
+
+
+@register_model
+def rmt_tiny(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """RMT-T (``rmt_tiny``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('rmt_tiny', pretrained, **kwargs)
+
+
+@register_model
+def rmt_small(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """RMT-S (``rmt_small``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('rmt_small', pretrained, **kwargs)
+
+
+@register_model
+def rmt_base(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """RMT-B (``rmt_base``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('rmt_base', pretrained, **kwargs)
+
+
+@register_model
+def rmt_large(pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
+    """RMT-L (``rmt_large``): mmevt's arch as a timm model, see :class:`EVTClassifier`."""
+    return _create('rmt_large', pretrained, **kwargs)
+
 
 __all__ = ['EVTClassifier', 'TIMM_NAMES', 'checkpoint_filter_fn', 'default_cfg', 'timm_name']

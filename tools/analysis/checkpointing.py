@@ -12,13 +12,18 @@ are reported, with the device name (``--jsonl``: also appended as records, what 
 table is written from).
 """
 import argparse
+import os.path as osp
 import statistics
+import sys
 
 import torch
 
 from mmevt.analysis.benchmark import measure
-from mmevt.analysis.docs_sections import checkpointing_table
 from mmevt.analysis.records import append_row, device_name, machine
+
+# records_to_docs.py beside this file writes the docs' tables: project code, not the package's
+sys.path.append(osp.dirname(osp.abspath(__file__)))
+from records_to_docs import checkpointing_table  # noqa: E402
 
 
 def main(argv=None) -> None:

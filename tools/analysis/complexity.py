@@ -29,6 +29,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from mmevt.analysis import GIBI, GIGA, MEGA
 from mmevt.models.backbones.archs import ARCH_ALIASES, ARCH_FAMILIES, ARCH_NAMES, resolve_arch
 
+# records_to_docs.py beside this file writes the docs' tables: project code, not the package's
+sys.path.append(osp.dirname(osp.abspath(__file__)))
+
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 LINEAR_HEAD = ARCH_FAMILIES['evt-swin']  # Swin's linear head in their ImageNet configs
@@ -169,12 +172,12 @@ def table_markers(name: str) -> Tuple[str, str]:
 
 def splice_tables(text: str, tables: Dict[str, List[str]], doc: str = 'the text') -> str:
     """``text`` with each table of ``tables`` put between its markers (what was there goes;
-    :func:`mmevt.analysis.docs_sections.splice`).
+    :func:`docs_tables.splice`, ``tools/analysis/docs_tables.py``).
 
     Raises:
         ValueError: ``text`` lacks a table's markers, holds them twice or in the wrong order.
     """
-    from mmevt.analysis.docs_sections import splice
+    from records_to_docs import splice
     for name, lines in tables.items():
         text = splice(text, lines, table_markers(name), f'{doc} (the {name} table)')
     return text
@@ -192,7 +195,7 @@ def write_docs(tables: Dict[str, List[str]], repo: str = REPO, check: bool = Fal
         list[str]: the docs (paths relative to ``repo``) that changed (with ``check``: that
         differ).
     """
-    from mmevt.analysis.docs_sections import rewrite_page
+    from records_to_docs import rewrite_page
     return [doc for doc in dict.fromkeys(DOC_TABLES[name] for name in tables)
             if rewrite_page(osp.join(repo, doc), lambda text, doc=doc: splice_tables(
                 text, {n: t for n, t in tables.items() if DOC_TABLES[n] == doc}, doc), check)]

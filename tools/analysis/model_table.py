@@ -96,8 +96,9 @@ def table_row(path: str, shape, flops_memo: Optional[dict] = None) -> dict:
 
     from mmevt.analysis import config_complexity, count_params
     from mmevt.analysis.flops import build_from_config
+    from mmevt.toolkits import get_toolkit
     cfg = Config.fromfile(path)
-    det = cfg.default_scope == 'mmdet'
+    det = get_toolkit(cfg.default_scope).tables_count_features_only
     key = repr((cfg.model.backbone, cfg.model.neck, tuple(shape))) if det else None
     if flops_memo is not None and key in flops_memo:
         params, flops = count_params(build_from_config(cfg)[0]), flops_memo[key]
@@ -139,8 +140,10 @@ def main() -> None:
     parser.add_argument('--filter', default='', help='only configs whose name contains this')
     parser.add_argument('--json', help='also write the numbers here')
     args = parser.parse_args()
-    from mmevt.analysis.flops import DEFAULT_SHAPES
-    shape = tuple(args.shape or DEFAULT_SHAPES['mmdet' if args.task == 'det' else 'mmseg'])
+    from mmevt.toolkits import TOOLKIT_TABLE
+    # the toolkit whose configs folder the task is
+    kit = next(kit for kit in TOOLKIT_TABLE.values() if kit.configs == args.task)
+    shape = tuple(args.shape or kit.flops_shape)
     print(header(args.task, shape))
     rows, memo = {}, {}
     for path in config_paths(args.task, args.filter):

@@ -15,10 +15,14 @@ written from). Files go to a temporary directory on the file system of
 import argparse
 import json
 import os
+import os.path as osp
 import statistics
 import subprocess
 import sys
 import tempfile
+
+# records_to_docs.py beside this file writes the docs' tables: project code, not the package's
+sys.path.append(osp.dirname(osp.abspath(__file__)))
 
 ONE_RUN = '''
 import json, os, sys, time
@@ -63,7 +67,8 @@ def main() -> None:
             times[patched].append(one_run(patched, args.dir, args.dumps, args.checkpoints))
     import torch
 
-    from mmevt.analysis.docs_sections import write_cost_table
+    from records_to_docs import write_cost_table
+
     from mmevt.analysis.records import append_row, machine
     rows = [dict(write=kind, off_s=statistics.median(t[kind] for t in times[False]),
                  on_s=statistics.median(t[kind] for t in times[True]), dumps=args.dumps,

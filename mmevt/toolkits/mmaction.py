@@ -1,4 +1,8 @@
-"""mmaction2's recognizers in the swap: which can be swapped, and the smoke test's clips.
+"""mmaction2 (video recognition): what mmevt knows and does for it; its recognizers in the
+swap (which can be swapped), the smoke test's clips and the FLOP counter's forward.
+
+One toolkit, three names: the scope and import name ``mmaction``, the distribution
+``mmaction2``, and the folders ``configs/action`` / ``docs/action.md``.
 
 A 2D recognizer (``Recognizer2D``: TSN, TRN, C2D) runs one 2D backbone on every frame: a
 clip ``(N, segments, 3, H, W)`` is reshaped to ``(N * segments, 3, H, W)``, and its
@@ -13,13 +17,18 @@ torchvision / timm backbones, whose outputs Recognizer2D pools itself; and the r
 of 3D clips, audio and skeletons (:data:`OTHER_RECOGNIZERS`).
 """
 import inspect
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from ..analysis.flops import clip_segments
-from ..toolkits import toolkit_scope
+from .base import Toolkit
+from .build import toolkit_scope
+from .config_values import training_pipeline
 
-__all__ = ['BACKBONE_TYPE', 'BACKBONE_TYPE_WHY', 'OTHER_RECOGNIZERS', 'TEMPORAL_BACKBONES',
-           'action_batch', 'clip_segments', 'refuse_unswappable']
+__all__ = ['BACKBONE_TYPE', 'BACKBONE_TYPE_WHY', 'DEFAULT_SEGMENTS', 'OTHER_RECOGNIZERS',
+           'TEMPORAL_BACKBONES', 'MMAction', 'action_batch', 'clip_segments',
+           'refuse_unswappable']
+
+# Frames a clip of a 2D recognizer where its pipeline samples none: TSN's 1x1x3.
+DEFAULT_SEGMENTS = 3
 
 BACKBONE_TYPE = 'mmpretrain.EVT'
 BACKBONE_TYPE_WHY = ("the 'mmpretrain.' prefix: mmaction2's Recognizer2D unpacks the tuple "
@@ -141,3 +150,82 @@ def action_batch(size: int, segments: int, batch: int = 2, classes: int = 3) -> 
     samples = [ActionDataSample(metainfo=dict(img_shape=(size, size))).set_gt_label(
         i % classes) for i in range(batch)]
     return dict(inputs=inputs, data_samples=samples)
+
+
+def clip_segments(cfg) -> int:
+    """Frames a clip of an mmaction2 2D recognizer has: ``num_clips * clip_len`` of the
+    training pipeline's ``SampleFrames`` (or ``DenseSampleFrames`` ...), e.g. 3 for TSN
+    1x1x3, 8 for TSN 1x1x8; :data:`DEFAULT_SEGMENTS` where the pipeline samples none.
+
+    Args:
+        cfg (mmengine.Config): an mmaction2 config.
+
+    Returns:
+        int: the ``segments`` of the recognizer's inputs ``(N, segments, 3, H, W)``.
+    """
+    for step in training_pipeline(cfg):
+        if isinstance(step, dict) and str(step.get('type', '')).split('.')[-1].endswith(
+                'SampleFrames'):
+            return int(step.get('num_clips', 1)) * int(step.get('clip_len', 1))
+    return DEFAULT_SEGMENTS
+
+
+def action_forward(model, features_only: bool) -> Callable[[Any], Any]:
+    """The forward of an mmaction2 2D recognizer the FLOP counter traces on a clip
+    ``(1, segments, 3, H, W)``: ``mode='tensor'`` up to the head's logits ``(1, classes)``,
+    or ``extract_feat``'s features (as mmaction2's ``get_flops.py``; its dict of head
+    arguments dropped, the trace takes tensors).
+
+    Raises:
+        ValueError: ``model`` is not a 2D recognizer (3D, audio, skeleton inputs differ).
+    """
+    from mmaction.models import Recognizer2D
+    if not isinstance(model, Recognizer2D):
+        raise ValueError(f'{type(model).__name__}: only mmaction2\'s 2D recognizers '
+                         '(Recognizer2D: TSN), which take (1, segments, 3, H, W) clips, are '
+                         'counted; use mmaction2\'s own get_flops.py with a 5-d --shape')
+    call, extract = model.forward, model.extract_feat
+    if features_only:
+        return lambda inputs: extract(inputs)[0]
+    return lambda inputs: call(inputs, None, mode='tensor', stage='head')
+
+
+class MMAction(Toolkit):
+    """mmaction2's 2D recognizers (TSN). The FLOP shape and the smoke test's frames are
+    ImageNet's 224 x 224 a frame, as its TSN / TSM recipes crop; a clip has
+    :func:`clip_segments` frames."""
+    scope = 'mmaction'
+    package = 'mmaction2'
+    configs = 'action'
+    docs = 'action'
+    requirements = dict(upstream='requirements/action-upstream.txt')  # no fork of it
+    demo_data = 'generate_rawframes'
+    probe_size = 224
+    flops_shape = (224, 224)
+    smoke_size = 224
+    keeps_query_recipe = False
+    rgb_setting = ('to_rgb', False)  # its pipelines decode frames as RGB already
+
+    def refuse_unswappable(self, model_cfg: Mapping, src: str) -> None:
+        refuse_unswappable(model_cfg, src)
+
+    def swap_backbone_type(self) -> Dict[str, Tuple[Any, Optional[str]]]:
+        # Recognizer2D builds a 'mmpretrain.' backbone from mmpretrain's registry: no _scope_
+        return dict(type=(BACKBONE_TYPE, BACKBONE_TYPE_WHY))
+
+    def recipe_family(self, model_cfg: Mapping) -> Optional[str]:
+        return 'action'  # its 2D recognizers; the others are refused
+
+    def clip_frames(self, cfg) -> Optional[int]:
+        return clip_segments(cfg)
+
+    def make_batch(self, cfg, model_cfg: Mapping, size: int, batch: int,
+                   classes: int) -> dict:
+        return action_batch(size, clip_segments(cfg), batch, classes)
+
+    def flops_forward(self, model, hw: Tuple[int, int],
+                      features_only: bool) -> Callable[[Any], Any]:
+        return action_forward(model, features_only)
+
+
+TOOLKIT = MMAction()

@@ -1,93 +1,13 @@
-"""The OpenMMLab toolkits mmevt serves, and the one way to build a model from their configs.
+"""The one way to build a model from a toolkit's config, in the toolkit's scope.
 
-A config names its toolkit by ``default_scope``. Everything here sits below
-:mod:`mmevt.registry` (which registers EVT into each toolkit listed in :data:`TOOLKITS`) and
-is what every tool and module uses to pick a toolkit, check a config's scope and build its
-model: the launchers (:mod:`mmevt.apis.launch`), ONNX export, the FLOP counter, the swap,
-the converter, the attention pictures and the benchmark.
+What every tool and module uses to load a config and build its model: the launchers
+(:mod:`mmevt.apis.launch`), ONNX export, the FLOP counter, the swap, the converter, the
+attention pictures and the benchmark.
 """
 import copy
 import importlib
-import importlib.util
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, Mapping, NamedTuple, Optional, Tuple
-
-
-class Toolkit(NamedTuple):
-    """What mmevt knows of one OpenMMLab toolkit."""
-    probe_size: int  # side of the square input the swap probes a source backbone with
-    flops_shape: Tuple[int, int]  # ``(H, W)`` the FLOP counter defaults to
-
-
-# The toolkits mmevt registers EVT into, configures and tests. Probe sides are multiples of
-# 32 (every stride up to 32 divides them, so output sizes give strides exactly); ImageNet's 224
-# for classifiers, whose backbones may not pad (mmpretrain's Swin needs its 7 x 7 windows at
-# stride 32), and for pose models (top-down inputs are 256 x 192; mmpose's Swin pads). FLOP
-# shapes are the sizes the papers quote: COCO 1280 x 800 (Swin, RMT, EVT), ADE20K UperNet /
-# Semantic FPN 2048 x 512 (Swin, RMT), ImageNet 224, COCO keypoints 256 x 192 (mmpose's
-# top-down configs, as its get_flops.py defaults to); video recognition (mmaction2's 2D
-# recognizers) ImageNet's 224 x 224 a frame, as its TSN / TSM recipes crop; rotated detection
-# (mmrotate) DOTA's 1024 x 1024 patches (its recipes split and resize to them).
-TOOLKIT_TABLE: Dict[str, Toolkit] = {
-    'mmdet': Toolkit(128, (800, 1280)),
-    'mmseg': Toolkit(128, (512, 2048)),
-    'mmpretrain': Toolkit(224, (224, 224)),
-    'mmpose': Toolkit(224, (256, 192)),
-    'mmaction': Toolkit(224, (224, 224)),
-    'mmrotate': Toolkit(128, (1024, 1024)),
-}
-TOOLKITS = tuple(TOOLKIT_TABLE)
-# Another OpenMMLab 2.x toolkit (its MODELS a child of mmengine's root, so EVT resolves)
-# gets these: the swap probes and the FLOP counter defaults at ImageNet's 224 x 224.
-OTHER_TOOLKIT = Toolkit(224, (224, 224))
-
-
-def toolkit_facts(toolkit: str) -> Toolkit:
-    """:data:`TOOLKIT_TABLE`'s entry of ``toolkit``, :data:`OTHER_TOOLKIT` for another one."""
-    return TOOLKIT_TABLE.get(toolkit, OTHER_TOOLKIT)
-
-
-def _scope_problem(scope: Any) -> Optional[str]:
-    """Why ``scope`` cannot pick a toolkit, or None if it can: an installed package with a
-    ``registry.MODELS`` that sees EVT (a child of mmengine's root ``MODELS``)."""
-    if not isinstance(scope, str) or not scope.isidentifier():
-        return 'not a toolkit name'
-    if scope == 'mmengine':
-        return 'mmengine is the library the toolkits build on, not a toolkit'
-    if importlib.util.find_spec(scope) is None:
-        return f'{scope} is not installed'
-    try:
-        models = getattr(importlib.import_module(f'{scope}.registry'), 'MODELS', None)
-    except (ImportError, AssertionError) as err:  # AssertionError: its own mmcv check
-        return f'{scope}.registry does not import ({err})'
-    if models is None:
-        return f'{scope}.registry has no MODELS registry'
-    if models.get('EVT') is None:
-        return f"{scope}'s MODELS registry does not see EVT (not a child of mmengine's root)"
-    return None
-
-
-def config_toolkit(cfg: Mapping, name: str) -> str:
-    """The toolkit owning the loaded config ``cfg`` (its ``default_scope``): one of
-    :data:`TOOLKITS`, or another installed OpenMMLab 2.x toolkit whose ``MODELS`` registry
-    sees EVT.
-
-    Args:
-        cfg (mmengine.Config): the loaded config.
-        name (str): what to call the config in the error (its path, usually).
-
-    Raises:
-        ValueError: the scope cannot pick a toolkit (not installed, no ``MODELS`` registry,
-            or one that does not see EVT); the message says which.
-    """
-    import mmevt  # noqa: F401  EVT registered, so the registry check below can see it
-    scope = cfg.get('default_scope')
-    problem = _scope_problem(scope)
-    if problem is not None:
-        raise ValueError(f'{name}: default_scope must be one of {list(TOOLKITS)} or another '
-                         "installed OpenMMLab 2.x toolkit whose MODELS registry sees EVT, to "
-                         f'pick a toolkit, got {scope!r}: {problem}')
-    return scope
+from typing import Any, Iterator, Mapping, Optional
 
 
 def toolkit_models(toolkit: str):
@@ -110,7 +30,7 @@ def load_config(path: str, cfg_options: Optional[Mapping] = None):
     import mmevt  # noqa: F401
     from mmengine.config import Config
 
-    from .patches import patches_needed
+    from ..patches import patches_needed
     with patches_needed('package-lookup', 'config-prefix'):
         cfg = Config.fromfile(path)
     if cfg_options:
@@ -156,10 +76,12 @@ def build_model(cfg, toolkit: Optional[str] = None, *, part: Optional[str] = Non
         nn.Module: the model (or the part).
 
     Raises:
-        ValueError: the scope is not one of :data:`TOOLKITS`.
+        ValueError: the scope cannot pick a toolkit (:func:`mmevt.toolkits.config_toolkit`).
     """
     import torch
     from mmengine.config import ConfigDict
+
+    from . import config_toolkit
     if toolkit is None:
         toolkit = config_toolkit(cfg, name)
         model_cfg = copy.deepcopy(cfg.model)

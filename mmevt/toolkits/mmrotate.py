@@ -1,5 +1,8 @@
-"""mmrotate's detectors in the swap: the smoke test's rotated boxes, and the models that need
-a GPU.
+"""mmrotate (rotated object detection): what mmevt knows and does for it; in the swap, the
+smoke test's rotated boxes and the models that need a GPU.
+
+Its configs folder and docs page are ``rotated`` (``configs/rotated``, ``docs/rotated.md``),
+its upstream distribution ``mmrotate-dev`` (``requirements/rotate-upstream.txt``).
 
 mmrotate's detectors are mmdet's (``mmdet.FasterRCNN``, ``mmdet.RetinaNet``, ...) with
 rotated heads, so EVT takes the backbone's place as in mmdet. Their ground truth is oriented:
@@ -18,12 +21,15 @@ on a machine without a GPU, naming the op (:func:`gpu_only_ops`).
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..analysis.flops import training_pipelines
+from .base import Toolkit
+from .build import toolkit_scope
+from .config_values import training_pipelines
+from .mmdet import image_metas
 
 __all__ = ['BOX_TYPES', 'BOX_TYPE_SETTINGS', 'GPU_ONLY_MODULES', 'MASK_KINDS',
-           'TrainingTargets', 'gpu_only_ops', 'gpu_only_reason', 'pipeline_targets',
+           'MMRotate', 'TrainingTargets', 'gpu_only_ops', 'gpu_only_reason', 'pipeline_targets',
            'rotated_batch', 'training_box_type', 'training_targets', 'transform_settings']
 
 # mmrotate's modules (registry types) calling mmcv ops that have a CUDA kernel only (mmcv
@@ -223,7 +229,7 @@ def pipeline_targets(pipeline: Sequence[Dict[str, Any]], registry) -> TrainingTa
 def training_targets(cfg) -> TrainingTargets:
     """The ground truth an mmrotate config's training pipeline gives the model
     (:func:`pipeline_targets`), through dataset wrappers
-    (:func:`mmevt.analysis.flops.training_pipelines`): what the smoke batch holds.
+    (:func:`mmevt.toolkits.config_values.training_pipelines`): what the smoke batch holds.
 
     Args:
         cfg (mmengine.Config): an mmrotate config.
@@ -235,7 +241,6 @@ def training_targets(cfg) -> TrainingTargets:
         ValueError: as :func:`pipeline_targets`; no training pipeline; datasets (of a
             ``ConcatDataset``) whose pipelines end with different ground truth.
     """
-    from ..toolkits import toolkit_scope
     pipelines = training_pipelines(cfg)
     if not pipelines:
         raise ValueError('the config has no training pipeline (train_dataloader.dataset\'s, '
@@ -308,3 +313,41 @@ def rotated_batch(size: int, batch: int, classes: int, box_type: str = 'rbox',
                 polygons.to_bitmap()
         samples.append(sample)
     return dict(inputs=inputs, data_samples=samples)
+
+
+class MMRotate(Toolkit):
+    """mmrotate's detectors: mmdet's with rotated heads. DOTA's 1024 x 1024 patches are the
+    FLOP shape (its recipes split and resize to them)."""
+    scope = 'mmrotate'
+    package = 'mmrotate-dev'
+    configs = 'rotated'
+    docs = 'rotated'
+    requirements = dict(upstream='requirements/rotate-upstream.txt',
+                        fork='requirements/fork.txt')
+    demo_data = 'generate_dota'
+    probe_size = 128
+    flops_shape = (1024, 1024)
+    keeps_query_recipe = False
+
+    def gpu_only_reason(self, model_cfg: Mapping) -> Optional[str]:
+        return gpu_only_reason(model_cfg)
+
+    def recipe_family(self, model_cfg: Mapping) -> Optional[str]:
+        return 'rotated'  # mmrotate's Swin-T recipes: one optimizer for every detector
+
+    def smoke_batches(self, cfg, model_cfg: Mapping, size: int, name: str,
+                      batch: int = 2, classes: int = 3) -> Tuple[dict, List[dict]]:
+        """Oriented boxes (and masks) as the training pipeline gives them
+        (:func:`training_targets`; its ValueError names ``name``)."""
+        try:
+            targets = training_targets(cfg)
+        except ValueError as e:
+            raise ValueError(f'{name}: {e}') from None
+        data = rotated_batch(size, batch, classes, targets.box_type, targets.masks)
+        return data, [data]
+
+    def flops_data_samples(self, hw: Tuple[int, int]) -> Optional[list]:
+        return image_metas(hw)
+
+
+TOOLKIT = MMRotate()

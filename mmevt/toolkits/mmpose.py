@@ -1,4 +1,5 @@
-"""Generated batches for the smoke test of an mmpose config, made by its own pipelines.
+"""mmpose (pose estimation): what mmevt knows and does for it; the smoke test's batches,
+made by the config's own pipelines.
 
 A pose model's targets come from its codec (heatmaps, SimCC vectors, bottom-up maps) and
 some heads flatten a map of the config's input size (``in_featuremap_size``), so the batch
@@ -14,10 +15,15 @@ import contextlib
 import io
 import json
 import tempfile
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..toolkits import toolkit_scope
-from .values import to_plain
+from .base import Toolkit
+from .build import toolkit_scope
+from .config_values import to_plain
+
+# mmpose: our pose family is top-down (a crop per person); bottom-up models (one map for all
+# people: DEKR, CID, associative embedding) keep their own recipe.
+TOPDOWN_POSE_MODELS = ('TopdownPoseEstimator', )
 
 # The steps of a pose pipeline the smoke test keeps: loading, the crop / resize to the
 # model's input, the codec's targets and packing.
@@ -131,3 +137,35 @@ def pose_batches(cfg, size: int, batch: int = 2) -> Tuple[dict, List[dict]]:
     if mode == 'bottomup':
         return pseudo_collate(train), [pseudo_collate([item]) for item in test]
     return pseudo_collate(train), [pseudo_collate(test)]
+
+
+class MMPose(Toolkit):
+    """mmpose's top-down heatmap models. Probed at 224 (its Swin pads); the FLOP shape is
+    COCO keypoints' 256 x 192 (its top-down configs', as its get_flops.py defaults to)."""
+    scope = 'mmpose'
+    package = 'mmpose'
+    configs = 'pose'
+    docs = 'pose'
+    requirements = dict(upstream='requirements/pose-upstream.txt')  # no fork of it
+    demo_data = 'generate_keypoints'
+    probe_size = 224
+    flops_shape = (256, 192)
+    keeps_query_recipe = False
+    backbone_family = 'pose'
+
+    def recipe_family(self, model_cfg: Mapping) -> Optional[str]:
+        """``pose`` for a top-down model, None for bottom-up ones."""
+        return 'pose' if model_cfg.get('type') in TOPDOWN_POSE_MODELS else None
+
+    def kept_recipe_note(self, model_type: str) -> str:
+        return (f'{model_type} is bottom-up: our pose family is top-down, so its own recipe '
+                'is kept')
+
+    def smoke_batches(self, cfg, model_cfg: Mapping, size: int, name: str,
+                      batch: int = 2, classes: int = 3) -> Tuple[dict, List[dict]]:
+        """The config's own pipelines' batches: codec targets, its input size
+        (:func:`pose_batches`)."""
+        return pose_batches(cfg, size, batch)
+
+
+TOOLKIT = MMPose()
