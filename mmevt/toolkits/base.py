@@ -48,6 +48,9 @@ class Toolkit:
             ``'segmentor'``); empty: only its backbone exports, :attr:`onnx_refusal` says why.
         tables_count_features_only (bool): the model table counts backbone + neck only
             (the heads' cost depends on the proposals a random model keeps).
+        zoo_counts_whole_model (bool): the zoo's FLOPs and Parameters count the whole model
+            (a classifier), at the config's ``-NNNpx`` input; otherwise its backbone alone, at
+            :attr:`flops_shape` (``tools/misc/make_metafile.py``).
     """
     scope: str = ''
     package: str = ''
@@ -69,6 +72,7 @@ class Toolkit:
     onnx_kind: str = 'classifier'
     onnx_refusal: str = ''
     tables_count_features_only: bool = False
+    zoo_counts_whole_model: bool = False
 
     def __init__(self, scope: Optional[str] = None) -> None:
         if scope is not None:

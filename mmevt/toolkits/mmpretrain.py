@@ -20,6 +20,7 @@ class MMPretrain(Toolkit):
     schedule_why = ": warm-up + cosine over SRC's epochs"
     rgb_setting = ('to_rgb', True)  # mmpretrain's data preprocessor's key
     metrics = ('SubsetAccuracy', )  # an ImageNet-subset accuracy of classifiers
+    zoo_counts_whole_model = True
 
     def recipe_family(self, model_cfg: Mapping) -> Optional[str]:
         return 'cls'

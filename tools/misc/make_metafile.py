@@ -254,13 +254,13 @@ def count_config(path: str) -> Dict[str, int]:
     from mmengine.config import Config
 
     from mmevt.analysis import count_macs, count_params
-    from mmevt.analysis.flops import build_from_config, clip_segments
+    from mmevt.analysis.flops import build_from_config
     from mmevt.models import EVT
-    from mmevt.toolkits import toolkit_facts
+    from mmevt.toolkits import get_toolkit
     cfg = Config.fromfile(path)
-    scope = cfg.default_scope
+    kit = get_toolkit(cfg.default_scope)
     with torch.device('meta'):
-        if scope == 'mmpretrain':
+        if kit.zoo_counts_whole_model:
             size = re.search(r'-(\d+)px', osp.basename(path))
             side = int(size[1]) if size else 224
             model, shape = build_from_config(cfg, 'meta')[0], (side, side)
@@ -269,9 +269,9 @@ def count_config(path: str) -> Dict[str, int]:
                       if k not in ('type', '_scope_', 'init_cfg', 'pretrained')}
             if 'SyncBN' in str(kwargs.get('norm_cfg')):  # the same layers, counted alike
                 kwargs['norm_cfg'] = dict(kwargs['norm_cfg'], type='BN')
-            model, shape = EVT(**kwargs), toolkit_facts(scope).flops_shape
+            model, shape = EVT(**kwargs), kit.flops_shape
         macs = count_macs(model.eval(), (1, 3) + tuple(shape))
-    frames = clip_segments(cfg) if scope == 'mmaction' else 1  # a clip's frames, each counted
+    frames = kit.clip_frames(cfg) or 1  # a clip's frames, each counted
     return dict(FLOPs=int(macs * frames), Parameters=int(count_params(model)))
 
 
