@@ -199,8 +199,8 @@ def write_cost_section(rows: Sequence[dict]) -> List[str]:
 
 def _benchmark(name: str) -> Callable[[Sequence[dict]], List[str]]:
     def render(rows: Sequence[dict]) -> List[str]:
-        from . import benchmark  # the models' builders: only for a benchmark section
-        return (benchmark.compile_section if name == 'compile' else benchmark.table_section)(rows)
+        from . import benchmark_tables as tables
+        return (tables.compile_section if name == 'compile' else tables.table_section)(rows)
     return render
 
 
