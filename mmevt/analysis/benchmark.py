@@ -32,7 +32,8 @@ def build_backbone(arch: str, attn_impl: str = 'auto', img_size: Tuple[int, int]
     mmpretrain or else timm (None when neither exists).
 
     Args:
-        arch (str): an mmevt arch name or a key of :data:`SWIN_SIZES`.
+        arch (str): an mmevt arch name, optionally with ``layer_cfgs`` after a colon
+            (``'evt-t:recompute=False'``), or a key of :data:`SWIN_SIZES`.
         attn_impl (str): EVT's attention path. Defaults to ``'auto'``.
         img_size (tuple[int, int]): ``(H, W)``; timm's Swin is built for it (by default it
             refuses any other input size). Defaults to ``(224, 224)``.
@@ -44,8 +45,14 @@ def build_backbone(arch: str, attn_impl: str = 'auto', img_size: Tuple[int, int]
         ``'mmpretrain'``, ``'timm <version>'`` or ``'none'``).
     """
     if arch not in SWIN_SIZES:
+        import ast
+
         from mmevt.models import EVT
-        return EVT(arch, attn_impl=attn_impl, with_cp=with_cp), 'mmevt'
+        arch, _, options = arch.partition(':')  # 'evt-t:recompute=False': layer_cfgs
+        layer_cfgs = {k: ast.literal_eval(v) for k, v in
+                      (o.split('=', 1) for o in options.split(',') if o)}
+        return EVT(arch, attn_impl=attn_impl, with_cp=with_cp,
+                   layer_cfgs=layer_cfgs or None), 'mmevt'
     size = SWIN_SIZES[arch]
     try:
         from mmpretrain.models import SwinTransformer

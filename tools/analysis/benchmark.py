@@ -12,8 +12,9 @@
     python tools/analysis/benchmark.py --arch evt-s rmt-s --profile 10  # dominant kernels
     python tools/analysis/benchmark.py --arch evt-s --attn-impl sdpa flex --compile both
         # EVT's attention paths side by side, eager and compiled (the evidence for 'auto')
-    python tools/analysis/benchmark.py --ratio evt-t swin-t --train 224 224 --rounds 5
-        # EVT-T's step over Swin-T's, read round by round (interleaved)
+    python tools/analysis/benchmark.py --ratio evt-t swin-t evt-t evt-t:recompute=False \
+        --train 224 224 --rounds 5  # EVT-T's step over Swin-T's and over EVT-T keeping all
+        # its activations ('ARCH:KEY=VALUE': layer_cfgs), read round by round (interleaved)
     python tools/analysis/benchmark.py --commits HEAD~1 HEAD --arch evt-t --latency --rounds 5
         # one model at two commits, each round one process per commit, alternating
 
@@ -48,7 +49,7 @@ from mmevt.analysis.benchmark import (DEFAULT_ARCHS, SWIN_SIZES, Job,  # noqa
                                       complexity, input_cases, matmul_peak, measure,
                                       run_fields, run_jobs, saved_per_image, summarise)
 from mmevt.analysis.benchmark_tables import format_row, ratio_table, row_name, table_header
-from mmevt.analysis.records import append_row, device_name
+from mmevt.analysis.records import append_row, device_name, read_rows
 
 # the goals: this script's neighbour (its folder is on sys.path when it runs)
 from benchmark_goals import goal_rows, pair_rows, ratio_row, time_ratio  # noqa: E402
@@ -110,13 +111,17 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--jsonl', help='append each row to this JSON-lines file as soon as '
                         'it is measured')
     parser.add_argument('--tag', default='', help="a label put in each --jsonl row ('step')")
-    parser.add_argument('--ratio', nargs=2, metavar=('A', 'B'),
-                        help="measure A and B side by side (instead of --arch) and print A's "
-                        "time over B's in each case, the median of the rounds' ratios")
+    parser.add_argument('--ratio', nargs='+', metavar='A B',
+                        help="pairs of models: measure them side by side (instead of --arch) "
+                        "and print each A's time over its B's in each case, the median of "
+                        "the rounds' ratios")
     parser.add_argument('--commits', nargs=2, metavar=('REV_A', 'REV_B'),
                         help='measure --arch (one model) at two git commits: each round runs '
                         "this tool once per commit (the commit's own checkout), alternating; "
                         "prints REV_A's time over REV_B's")
+    parser.add_argument('--goals-of', metavar='JSONL',
+                        help='measure nothing: append to JSONL the goal ratios of its last '
+                        "run's rows (a run cut off before it wrote them)")
     return parser.parse_args(argv)
 
 
@@ -174,8 +179,21 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
     if args.commits:
         return compare_commits(args, argv)
+    if args.goals_of:
+        rows = read_rows(args.goals_of)
+        last = [r for r in rows if 'arch' in r and r.get('date') == rows[-1].get('date')
+                and r.get('commit') == rows[-1].get('commit')]
+        where = {k: last[-1][k] for k in ('device', 'torch', 'date', 'commit', 'cpu',
+                                          'threads') if k in last[-1]}
+        ratios = goal_rows(last)
+        print('\n'.join(ratio_table(ratios)))
+        for r in ratios:
+            append_row(args.goals_of, dict(r, **where), step=last[-1].get('step', ''))
+        return
     if args.ratio:
-        args.arch = list(args.ratio)
+        if len(args.ratio) % 2:
+            raise SystemExit(f'--ratio takes pairs of models, got {args.ratio}')
+        args.arch = list(dict.fromkeys(args.ratio))
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -236,7 +254,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     dynamic = {'auto': None, 'true': True, 'false': False}[args.dynamic]
     run_jobs(jobs, device, done, args.rounds, args.warmup, args.iters, args.profile,
              args.compile_backend, dynamic)
-    ratios = goal_rows(rows) + (pair_rows(rows, *args.ratio) if args.ratio else [])
+    pairs = list(zip(args.ratio[::2], args.ratio[1::2])) if args.ratio else []
+    ratios = goal_rows(rows) + [r for a, b in pairs for r in pair_rows(rows, a, b)]
     if ratios:  # read within this run only
         print('\n'.join(ratio_table(ratios)))
         for r in ratios:
