@@ -121,7 +121,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         "prints REV_A's time over REV_B's")
     parser.add_argument('--goals-of', metavar='JSONL',
                         help='measure nothing: append to JSONL the goal ratios of its last '
-                        "run's rows (a run cut off before it wrote them)")
+                        "run's rows (a run cut off before it wrote them) and of the saved-"
+                        'bytes counts with the same --tag')
     return parser.parse_args(argv)
 
 
@@ -181,8 +182,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         return compare_commits(args, argv)
     if args.goals_of:
         rows = read_rows(args.goals_of)
-        last = [r for r in rows if 'arch' in r and r.get('date') == rows[-1].get('date')
-                and r.get('commit') == rows[-1].get('commit')]
+        # timed rows of the last run only; saved-bytes counts (exact, the same on every
+        # run of a commit) of every run with the last row's tag
+        end = rows[-1]
+        last = [r for r in rows if 'arch' in r and r.get('step') == end.get('step') and (
+            'seconds' not in r or (r.get('date'), r.get('commit')) == (end.get('date'),
+                                                                        end.get('commit')))]
         where = {k: last[-1][k] for k in ('device', 'torch', 'date', 'commit', 'cpu',
                                           'threads') if k in last[-1]}
         ratios = goal_rows(last)

@@ -96,13 +96,14 @@ def goal_rows(rows: Sequence[dict], goals: Sequence[Goal] = GOALS) -> List[dict]
     index = {}
     for r in rows:
         if 'arch' in r and _plain(r):
-            index[(r['arch'], bool(r['compiled']), r['case'], tuple(r['shape']),
+            # by the kind of case, not its name ('train' and 'train@HxW' are one case)
+            index[(r['arch'], bool(r['compiled']), _kind(r), tuple(r['shape']),
                    r['dtype'], 'seconds' in r)] = r
     out = []
     for g in goals:
         for (arch, comp, case, shape, dtype, timed), num in index.items():
             if (arch, comp) != g.num or (g.hw and tuple(shape[2:]) != g.hw) or (
-                    g.case and _kind(num) != g.case) or timed != (g.metric == 'seconds'):
+                    g.case and case != g.case) or timed != (g.metric == 'seconds'):
                 continue
             den = index.get((g.den[0], g.den[1], case, shape, dtype, timed))
             if den is None:
