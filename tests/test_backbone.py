@@ -115,6 +115,32 @@ def test_with_cp_gives_identical_outputs_and_gradients():
         torch.testing.assert_close(outs[1][1][n], g, msg=n)
 
 
+# every attention path with a backward pass on CPU (Flex has none here: its gradients are
+# the GPU checks'), on EVT's grouped layouts and RMT's decomposed one with layer scale
+@pytest.mark.parametrize('arch,impl', [('evt-test', 'reference'), ('evt-test', 'sdpa'),
+                                       ('rmt-test', 'reference'), ('rmt-test', 'sdpa')])
+def test_recompute_saves_less_and_keeps_the_gradients(arch, impl):
+    from mmevt.analysis.memory import saved_tensor_bytes
+    torch.manual_seed(0)
+    plain = EVT(arch, attn_impl=impl, drop_path_rate=0., layer_cfgs=dict(recompute=False))
+    lean = EVT(arch, attn_impl=impl, drop_path_rate=0.)  # recompute: the default
+    lean.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 3, 64, 80)
+    runs = []
+    for m in (plain, lean):
+        y = m.train()(x)
+        probe_loss(y).backward()
+        runs.append((y, {n: p.grad for n, p in m.named_parameters()}))
+    for a, b in zip(runs[0][0], runs[1][0]):
+        torch.testing.assert_close(b, a)
+    grads = runs[0][1]
+    scale = max(g.abs().max().item() for g in grads.values())
+    for n, g in grads.items():  # to rounding, relative to the gradients' scale
+        torch.testing.assert_close(runs[1][1][n], g, rtol=1e-4, atol=1e-5 * scale, msg=n)
+    saved = [saved_tensor_bytes(m, x).total for m in (plain, lean)]
+    assert saved[1] < 0.8 * saved[0], saved
+
+
 def test_backward_reaches_every_parameter():
     model = EVT('rmt-test')
     probe_loss(model(torch.randn(2, 3, 48, 64))).backward()

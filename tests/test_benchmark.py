@@ -7,9 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import run_tool
-from mmevt.analysis.benchmark import (GraphCounter, format_row, matmul_peak, row_name,
-                                      table_header)
+from helpers import load_tool, run_tool
+from mmevt.analysis.benchmark import GraphCounter, matmul_peak, run_fields
+from mmevt.analysis.benchmark_tables import (compile_section, format_row, row_name,
+                                             table_header, table_section)
 from mmevt.analysis.memory import saved_bytes_split, saved_tensor_bytes
 
 
@@ -157,7 +158,7 @@ def test_table_lines_have_the_headers_columns():
 
 
 def test_compile_section_pairs_eager_and_compiled_rows():
-    from mmevt.analysis.benchmark import compile_section, table_section
+    goals = load_tool('tools/analysis/benchmark_goals.py')
     base = dict(arch='evt-t', attn_impl='auto', case='b1@224', shape=[1, 3, 224, 224],
                 dtype='fp32', source='mmevt')
     # every row of a run carries its machine and the matmul rate that run measured
@@ -174,23 +175,27 @@ def test_compile_section_pairs_eager_and_compiled_rows():
     # the later compiled row of a case replaces the earlier; eager / compiled = speed-up
     assert '| evt-t | b1@224 | fp32 | 100.0 | 50.0 | 2.00 | 31 | 1 | - | - |' in lines
     # with a MAC count: the rate compiled EVT reached, as a share of the run's matmul peak;
-    # with compiled Swin-T too: the speed goal
+    # with compiled Swin-T too: the speed goals, read round by round (interleaved rounds)
     swin = dict(base, arch='swin-t', compiled=True, seconds=0.1, images_per_s=10.,
-                compile_s=20., graphs=1)
+                compile_s=20., graphs=1, round_seconds=[0.1, 0.2, 0.1])
     counted = [dict(r, gmacs=1.0) for r in rows[:3]] + [swin]
-    goals = compile_section(counted)
-    assert '| evt-t | b1@224 | fp32 | 100.0 | 50.0 | 2.00 | 31 | 1 | 40.0 | 80% |' in goals
-    assert '| b1@224 | fp32 | 0.50 | yes |' in goals
-    assert '| evt-t | 800 x 1344 | True | 605.6 | 502.8 |' in lines
-    assert not any('| against |' in line for line in lines)  # no peer recorded
-    # the memory goal: EVT over each recorded peer of its size, without with_cp
+    counted[2]['round_seconds'] = [0.05, 0.06, 0.09]  # ratios .5, .3, .9: median .5
+    ratios = goals.goal_rows(counted)
+    lines = compile_section(counted + ratios)
+    assert '| evt-t | b1@224 | fp32 | 100.0 | 50.0 | 2.00 | 31 | 1 | 40.0 | 80% |' in lines
+    assert '| evt-t compiled / swin-t compiled, time | b1, 224 x 224, batch 1 | 0.50 | 0.8 ' \
+           '| yes |' in lines
+    assert '| evt-t compiled / evt-t, time | b1, 224 x 224, batch 1 | 0.50 | 0.9 | yes |' \
+           in lines
+    assert '| evt-t | 800 x 1344 | True | 605.6 | 502.8 |' in compile_section(rows)
+    # the memory goals: EVT over Swin of its size, without with_cp, batch 1 and 2
     peers = [dict(base, case='train', shape=[2, 3, 224, 224], compiled=False, arch=arch,
                   saved_mib_batch1=b1, saved_mib_per_image=b2)
-             for arch, b1, b2 in (('evt-t', 100., 90.), ('swin-t', 100., 100.),
-                                  ('rmt-t', 80., 100.))]
-    lines = compile_section(rows + peers)
-    assert '| evt-t | swin-t | 224 x 224 | 1.000 | 0.900 | yes |' in lines
-    assert '| evt-t | rmt-t | 224 x 224 | 1.250 | 0.900 | no |' in lines
+             for arch, b1, b2 in (('evt-t', 80., 90.), ('swin-t', 100., 100.))]
+    lines = compile_section(rows + peers + goals.goal_rows(peers))
+    assert '| evt-t / swin-t, saved bytes | 224 x 224, batch 1 | 0.80 | 0.8 | yes |' in lines
+    assert ('| evt-t / swin-t, saved bytes | 224 x 224, per image, batch 2 | 0.90 | 0.8 '
+            '| **no** |') in lines
     # any other records file: the tool's own table, a later row of a case replacing an
     # earlier, the columns the rows have
     lines = table_section(rows)
@@ -198,3 +203,14 @@ def test_compile_section_pairs_eager_and_compiled_rows():
     assert lines[2].endswith('| peak MB | compile s | graphs |')
     assert '| evt-t | b1@224 | fp32 | True | 50.0 | 20.0 | - | 31.0 | 1 |' in lines
     assert not any('| 90.0 |' in line for line in lines) and len(lines) == 6
+
+
+def test_every_record_says_when_where_and_what_was_measured():
+    fields = run_fields(torch.device('cpu'))
+    assert {'date', 'commit', 'cpu', 'threads', 'device', 'torch'} <= set(fields)
+    assert fields['threads'] == torch.get_num_threads() and fields['cpu']
+    assert fields['commit'] != 'unknown'  # the tests run in a git checkout
+    line = table_section([dict(arch='evt-t', attn_impl='auto', case='b1@224', dtype='fp32',
+                               shape=[1, 3, 224, 224], compiled=False, seconds=0.1,
+                               images_per_s=10., **fields)])[0]
+    assert fields['date'] in line and fields['commit'] in line

@@ -147,6 +147,26 @@ def test_explain_finds_no_graph_break_in_any_family():
         assert (explanation.graph_count, explanation.graph_break_count) == (1, 0), arch
 
 
+def test_each_decay_table_is_built_once_per_stage_and_forward():
+    # the stage builds its tables once per forward pass and passes them to its blocks, in
+    # the graph too: one Euclidean distance table (one sqrt) per stage, although stage 2
+    # has two blocks of one layout; one dynamic graph for both sizes
+    sqrts = []
+
+    def backend(gm, example_inputs):
+        sqrts.append(sum(n.target in (torch.sqrt, 'sqrt') for n in gm.graph.nodes))
+        return gm.forward
+    model = EVT('evt-test', mixers=['group'] * 3 + ['full']).eval()
+    assert [len(s.blocks) for s in model.stages] == [1, 1, 2, 1]
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=True)
+    with torch.no_grad():
+        for i, hw in enumerate([(96, 160), (128, 192)]):
+            with torch._dynamo.config.patch(error_on_recompile=i > 0):
+                compiled(torch.randn(2, 3, *hw))
+    assert sqrts[-1] == 4 and _traced_variants(model) == 1
+
+
 @pytest.mark.parametrize('mode', ['group', 'dilate', 'window', 'grid'])
 def test_grouping_under_compile_equals_eager_for_every_size(mode):
     # under torch.compile grouping pads and ungroups by gathers (no size-dependent branch

@@ -7,7 +7,7 @@ from mmevt.analysis import count_macs, macs_breakdown, model_complexity
 from mmevt.analysis.complexity import RMTHeadClassifier, reference_attention
 from mmevt.models import EVT
 from mmevt.models.layers import SpatialDecayAttention
-from mmevt.models.backbones.evt import resolve_arch
+from mmevt.models.backbones.archs import resolve_arch
 from rmt_reference import rmt_reference_logits
 
 GI = 2**30

@@ -147,7 +147,7 @@ def test_arch_detection_and_the_default_weights():
 
 
 def test_stored_decay_rates_of_another_arch_are_refused():
-    from mmevt.models.backbones.evt import resolve_arch
+    from mmevt.models.backbones.archs import resolve_arch
     from mmevt.converters.rmt import check_relpos
     sd = authors_state_dict(**TINY)
     assert check_relpos(sd, resolve_arch('rmt-test')) == 8

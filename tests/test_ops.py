@@ -4,6 +4,7 @@ import re
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from mmevt.ops import (ATTN_PATHS, DECAY_KINDS, LAYOUTS, GridCache, Layout, atte
                        group_tokens, grouped_distance, has_padding, num_groups,
                        pairwise_distance, spatial_decay_attention, spatial_decay_probs,
                        ungroup_tokens)
+from mmevt.ops.recompute import norm_conv_ffn, norm_linears
 
 # every fast path this torch has, every layout, every decay: from the tables, never spelled out
 IMPLS = [n for n, p in ATTN_PATHS.items() if n != 'reference' and p.missing() is None]
@@ -415,3 +417,78 @@ def test_sdpa_path_uses_the_fused_cpu_kernel(op):
     names = {e.key for e in prof.key_averages()}
     assert 'aten::_scaled_dot_product_flash_attention_for_cpu' in names
     assert 'aten::_scaled_dot_product_attention_math' not in names
+
+
+def _plain_ffn(x, nw, nb, w1, b1, dw, db, w2, b2, gamma):
+    """The FFN branch op by op, as autograd runs it without the recomputing op."""
+    y = x if nw is None else F.layer_norm(x, x.shape[-1:], nw, nb, 1e-6)
+    a = F.gelu(F.linear(y, w1, b1))
+    if dw is not None:
+        a = a + F.conv2d(a.permute(0, 3, 1, 2), dw, db, 1, 1, 1, a.shape[-1]).permute(0, 2, 3, 1)
+    out = F.linear(a, w2, b2)
+    return out if gamma is None else out * gamma
+
+
+@pytest.mark.parametrize('norm,conv,scale', [(True, True, False), (True, True, True),
+                                             (False, False, False), (True, False, True)])
+@pytest.mark.parametrize('dtype', ['fp32', 'bf16'])
+def test_recomputing_ffn_has_the_plain_gradients_and_saves_two_tensors(norm, conv, scale,
+                                                                       dtype):
+    torch.manual_seed(0)
+    c, hidden = 8, 24
+    shapes = dict(x=(2, 5, 6, c), nw=(c, ), nb=(c, ), w1=(hidden, c), b1=(hidden, ),
+                  dw=(hidden, 1, 3, 3), db=(hidden, ), w2=(c, hidden), b2=(c, ), gamma=(c, ))
+    drop = {k for k, on in (('nw', norm), ('nb', norm), ('dw', conv), ('db', conv),
+                            ('gamma', scale)) if not on}
+    args = {k: None if k in drop else torch.randn(s, requires_grad=True)
+            for k, s in shapes.items()}
+    grad = torch.randn(2, 5, 6, c)
+    amp = torch.autocast('cpu', dtype=torch.bfloat16, enabled=dtype == 'bf16')
+    with amp:
+        want = _plain_ffn(**args)
+    want_grads = torch.autograd.grad(want, [t for t in args.values() if t is not None], grad)
+    saved = []
+    with amp, torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t,
+                                                       lambda t: t):
+        got = norm_conv_ffn(args['x'], args['nw'], args['nb'], 1e-6 if norm else None,
+                            args['w1'], args['b1'], args['dw'], args['db'], args['w2'],
+                            args['b2'], args['gamma'])
+    got_grads = torch.autograd.grad(got, [t for t in args.values() if t is not None], grad)
+    tol = dict(rtol=0, atol=1e-5) if dtype == 'fp32' else dict(rtol=0, atol=3e-2)
+    torch.testing.assert_close(got, want, rtol=0, atol=tol['atol'] * want.abs().max().item())
+    for g, w in zip(got_grads, want_grads):  # relative to each gradient's scale
+        torch.testing.assert_close(g, w, rtol=0, atol=tol['atol'] * w.abs().max().item())
+    # of the activations only the input and fc1's output (hidden width) are kept
+    weights = {t.data_ptr() for k, t in args.items() if t is not None and k != 'x'}
+    acts = [t for t in saved if t.data_ptr() not in weights]
+    assert sorted(t.shape[-1] for t in acts) == [c, hidden]
+
+
+@pytest.mark.parametrize('cpe', [False, True])
+@pytest.mark.parametrize('dtype', ['fp32', 'bf16'])
+def test_norm_linears_saves_the_block_input_only(cpe, dtype):
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 5, 8, requires_grad=True)
+    nw, nb = torch.randn(8, requires_grad=True), torch.randn(8, requires_grad=True)
+    cw, cb = torch.randn(8, 1, 3, 3, requires_grad=True), torch.randn(8, requires_grad=True)
+    lin = [torch.randn(s, requires_grad=True) for s in ((6, 8), (6, ), (8, 8), (8, ))]
+    params = [x, nw, nb, *lin] + ([cw, cb] if cpe else [])
+    amp = torch.autocast('cpu', dtype=torch.bfloat16, enabled=dtype == 'bf16')
+    with amp:
+        x1 = x + F.conv2d(x.permute(0, 3, 1, 2), cw, cb, 1, 1, 1, 8).permute(0, 2, 3, 1) \
+            if cpe else x
+        y = F.layer_norm(x1, (8, ), nw, nb, 1e-6)
+        want = [x1] * cpe + [F.linear(y, lin[0], lin[1]), F.linear(y, lin[2], lin[3])]
+    grads = [torch.randn(t.shape) for t in want]
+    want_grads = torch.autograd.grad(want, params, grads)
+    saved = []
+    with amp, torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t,
+                                                       lambda t: t):
+        got = norm_linears(x, nw, nb, 1e-6, *lin, cpe=(cw, cb) if cpe else (None, None))
+    atol = 1e-5 if dtype == 'fp32' else 3e-2
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=0, atol=atol * w.abs().max().item())
+    for g, w in zip(torch.autograd.grad(got, params, grads), want_grads):
+        torch.testing.assert_close(g, w, rtol=0, atol=atol * w.abs().max().item())
+    weights = {t.data_ptr() for t in params[1:]}
+    assert [t.data_ptr() for t in saved if t.data_ptr() not in weights] == [x.data_ptr()]

@@ -4,9 +4,9 @@
 Models by name (EVT / RMT from mmevt, Swin from mmpretrain or else timm) or from configs,
 timed cases eager or under ``torch.compile`` (with the compile time and the graphs it
 made), the process's peak memory, the saved-for-backward bytes per image
-(:mod:`.memory`), a measured matmul peak of the device (the yardstick of a run), and the
-rows and table lines the tool prints. Numbers are what a run measured on its machine: rows
-carry the device's name.
+(:mod:`.memory`), a measured matmul peak of the device (the yardstick of a run) and what
+each record says of its run (date, commit, CPU, threads). The tables made from the rows
+are :mod:`.benchmark_tables`.
 """
 import statistics
 import time
@@ -18,7 +18,7 @@ from torch import nn
 
 from ..models.backbones.archs import ARCH_FAMILIES
 from .memory import MIB, cpu_peak_tracker, saved_bytes_split
-from .records import machine_lines
+from .records import cpu_model, machine
 
 SWIN_SIZES = {'swin-t': 'tiny', 'swin-s': 'small', 'swin-b': 'base'}  # Swin itself
 # EVT against its baseline RMT (the arch table's families) and Swin
@@ -32,7 +32,8 @@ def build_backbone(arch: str, attn_impl: str = 'auto', img_size: Tuple[int, int]
     mmpretrain or else timm (None when neither exists).
 
     Args:
-        arch (str): an mmevt arch name or a key of :data:`SWIN_SIZES`.
+        arch (str): an mmevt arch name, optionally with ``layer_cfgs`` after a colon
+            (``'evt-t:recompute=False'``), or a key of :data:`SWIN_SIZES`.
         attn_impl (str): EVT's attention path. Defaults to ``'auto'``.
         img_size (tuple[int, int]): ``(H, W)``; timm's Swin is built for it (by default it
             refuses any other input size). Defaults to ``(224, 224)``.
@@ -44,8 +45,14 @@ def build_backbone(arch: str, attn_impl: str = 'auto', img_size: Tuple[int, int]
         ``'mmpretrain'``, ``'timm <version>'`` or ``'none'``).
     """
     if arch not in SWIN_SIZES:
+        import ast
+
         from mmevt.models import EVT
-        return EVT(arch, attn_impl=attn_impl, with_cp=with_cp), 'mmevt'
+        arch, _, options = arch.partition(':')  # 'evt-t:recompute=False': layer_cfgs
+        layer_cfgs = {k: ast.literal_eval(v) for k, v in
+                      (o.split('=', 1) for o in options.split(',') if o)}
+        return EVT(arch, attn_impl=attn_impl, with_cp=with_cp,
+                   layer_cfgs=layer_cfgs or None), 'mmevt'
     size = SWIN_SIZES[arch]
     try:
         from mmpretrain.models import SwinTransformer
@@ -252,6 +259,40 @@ def saved_per_image(model: nn.Module, device: torch.device, shape: Sequence[int]
                 saved_mib_per_image=split['per_image'] / MIB)
 
 
+def run_fields(device: torch.device, repo: Optional[str] = None) -> Dict[str, object]:
+    """What every record of a run says of it: the device (with the CPU's model and the
+    threads torch uses), torch, the date, the commit measured and, on CPU, the CPU's model
+    and thread count as fields of their own.
+
+    Args:
+        device (torch.device): where the run measures.
+        repo (str, optional): the checkout whose commit is named. Defaults to None (the one
+            mmevt is imported from).
+
+    Returns:
+        dict: ``device``, ``torch``, ``date`` (UTC, ISO 8601), ``commit`` (short hash,
+        ``+dirty`` with uncommitted changes; ``'unknown'`` outside git), ``cpu``,
+        ``threads``.
+    """
+    import datetime
+    import os.path as osp
+    import subprocess
+    repo = repo or osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+    def git(*args: str) -> str:
+        return subprocess.run(['git', '-C', repo, *args], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    try:
+        commit = git('rev-parse', '--short', 'HEAD') or 'unknown'
+        if commit != 'unknown' and git('status', '--porcelain', '--untracked-files=no'):
+            commit += '+dirty'
+    except (OSError, subprocess.SubprocessError):
+        commit = 'unknown'
+    date = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%MZ')
+    return dict(machine(device), date=date, commit=commit, cpu=cpu_model(),
+                threads=torch.get_num_threads())
+
+
 class Job(NamedTuple):
     """One measured case: a model at an input shape, dtype and compile setting."""
     name: str
@@ -332,47 +373,13 @@ def build_variants(archs: Sequence[str], attn_impls: Sequence[str] = ('auto', ),
     return variants
 
 
-def table_header(with_complexity: bool = False, compiled: bool = False,
-                 saved: bool = False) -> List[str]:
-    """The two header lines of the benchmark's table (its optional columns as asked)."""
-    extra = [' params (M) | GMACs / image |'] * with_complexity
-    extra += [' compile s | graphs |'] * compiled
-    extra += [' saved MiB, batch 1 | saved MiB / image, batch 2 |'] * saved
-    cols = ''.join(extra)
-    return [f'| model | case | dtype | compiled | ms / batch | images/s | peak MB |{cols}',
-            '|---|---|---|---|---|---|---|' + '---|' * cols.count('|')]
-
-
-def row_name(row: dict) -> str:
-    """The model's name in a table line: the arch, with the path and ``with_cp`` where they
-    are not the default (plain rows keep the arch alone)."""
-    notes = [] if row['attn_impl'] in ('auto', '-', 'config') else [row['attn_impl']]
-    notes += ['with_cp'] * bool(row.get('with_cp'))
-    return row['arch'] + (f" ({', '.join(notes)})" if notes else '')
-
-
-def format_row(row: dict, with_complexity: bool = False, compiled: bool = False,
-               saved: bool = False) -> str:
-    """One table line of a row of :func:`summarise` (columns as :func:`table_header`)."""
-    def num(key: str, fmt: str) -> str:
-        return format(row[key], fmt) if key in row else '-'
-    cols = ''
-    if with_complexity:
-        cols += f" {num('params_m', '.2f')} | {num('gmacs', '.2f')} |"
-    if compiled:
-        cols += f" {num('compile_s', '.1f')} | {num('graphs', 'd')} |"
-    if saved:
-        cols += f" {num('saved_mib_batch1', '.1f')} | {num('saved_mib_per_image', '.1f')} |"
-    return (f"| {row_name(row)} | {row['case']} | {row['dtype']} | {row['compiled']} | "
-            f"{1e3 * row['seconds']:.1f} | {row['images_per_s']:.1f} | "
-            f"{num('peak_mem_mb', '.0f')} |{cols}")
-
-
 def summarise(job: Job, runs: List[Dict[str, float]], extra: Dict[str, float]) -> dict:
     """The row of a job over its rounds: median time, the largest peak, the first
     round's compile time and graphs, and ``extra`` (complexity, saved bytes)."""
     sec = statistics.median(r['seconds'] for r in runs)
-    r = dict(seconds=sec, images_per_s=job.shape[0] / sec)
+    # each round's time too: ratios of two rows are read round by round (interleaved)
+    r = dict(seconds=sec, images_per_s=job.shape[0] / sec,
+             round_seconds=[x['seconds'] for x in runs])
     if 'peak_mem_mb' in runs[0]:
         r['peak_mem_mb'] = max(x['peak_mem_mb'] for x in runs)
     for key in ('compile_s', 'graphs'):
@@ -409,161 +416,7 @@ def run_jobs(jobs: List[Job], device: torch.device, done: Callable[[Job, List[Di
             done(job, job_runs)
 
 
-# ------------------------------------------------------------------ the docs' sections
-def _key(row: dict) -> tuple:
-    return (row['arch'], row.get('attn_impl'), row['case'], row['dtype'],
-            bool(row.get('with_cp')))
-
-
-def _ms(sec: float) -> str:
-    return f'{1e3 * sec:.1f}'
-
-
-def compile_section(rows: Sequence[dict]) -> List[str]:
-    """The compile section of the docs from a run's records (the rows ``--jsonl`` wrote):
-    the device and its measured fp32 matmul peak, eager and compiled times side by side,
-    and the saved-for-backward MiB; a later row of a case replaces an earlier.
-
-    Args:
-        rows (Sequence[dict]): benchmark rows (with ``device``, ``torch`` and the run's
-            ``matmul_gflops_per_s`` / ``matmul_n`` where the run measured it).
-
-    Returns:
-        list[str]: markdown lines.
-    """
-    timed: Dict[tuple, Dict[bool, dict]] = {}
-    saved: Dict[tuple, dict] = {}
-    rows = [r for r in rows if 'arch' in r]
-    for r in rows:
-        if 'seconds' in r:
-            timed.setdefault(_key(r), {})[bool(r['compiled'])] = r
-        if 'saved_mib_per_image' in r:
-            saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
-    lines = machine_lines(rows, note=_matmul_note)
-    pairs = [(k, v) for k, v in timed.items() if True in v]
-    if pairs:
-        lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '
-                  'compile s | graphs | compiled GFLOP/s | of fp32 matmul peak |',
-                  '|---|---|---|---|---|---|---|---|---|---|']
-        for key, v in pairs:
-            c, e = v[True], v.get(False)
-            rate, peak = _gflops(c), c.get('matmul_gflops_per_s')  # its own run's peak
-            lines.append(f"| {row_name(c)} | {c['case']} | {c['dtype']} | "
-                         f"{_ms(e['seconds']) if e else '-'} | {_ms(c['seconds'])} | "
-                         f"{(e['seconds'] / c['seconds']) if e else float('nan'):.2f} | "
-                         f"{c.get('compile_s', float('nan')):.0f} | {c.get('graphs', '-')} | "
-                         f"{'-' if rate is None else f'{rate:.1f}'} | "
-                         f"{'-' if None in (rate, peak) else f'{100 * rate / peak:.0f}%'} |")
-        lines += speed_goal(timed)
-    if saved:
-        lines += ['', '| model | H x W | with_cp | saved MiB, batch 1 | '
-                  'saved MiB / image, batch 2 |', '|---|---|---|---|---|']
-        for (arch, hw, cp), r in saved.items():
-            lines.append(f"| {arch} | {hw[0]} x {hw[1]} | {cp} | {r['saved_mib_batch1']:.1f} "
-                         f"| {r['saved_mib_per_image']:.1f} |")
-        lines += memory_goal(saved)
-    return lines
-
-
-def _gflops(row: dict) -> Optional[float]:
-    """The multiply-add rate an inference row achieved (2 FLOPs per MAC; ``gmacs`` is per
-    image, from ``--complexity``); None for training rows or without a count."""
-    if 'gmacs' not in row or row['case'].startswith('train'):
-        return None
-    return 2 * row['gmacs'] * row['images_per_s']
-
-
-# issue 50's speed goal: compiled EVT-T at most this share of compiled Swin-T's time
-SPEED_GOAL = ('evt-t', 'swin-t', 0.8)
-
-
-def speed_goal(timed: Dict[tuple, Dict[bool, dict]]) -> List[str]:
-    """The speed goal's table: compiled EVT-T's time over compiled Swin-T's per case and
-    dtype, and whether it is within :data:`SPEED_GOAL`; none where the pair is missing."""
-    ours, theirs, bound = SPEED_GOAL
-    compiled = {(k[0], k[2], k[3]): v[True] for k, v in timed.items()
-                if True in v and not k[4] and k[1] in ('auto', '-')}
-    lines = []
-    for (arch, case, dtype), row in compiled.items():
-        other = compiled.get((theirs, case, dtype))
-        if arch != ours or other is None:
-            continue
-        ratio = row['seconds'] / other['seconds']
-        lines.append(f"| {case} | {dtype} | {ratio:.2f} | "
-                     f"{'yes' if ratio <= bound else 'no'} |")
-    if lines:
-        lines = ['', f'| case | dtype | compiled {ours} ms / compiled {theirs} ms | '
-                 f'at most {bound} |', '|---|---|---|---|'] + lines
-    return lines
-
-
-# the models each EVT size's saved-for-backward memory is held against (issue 50's goal:
-# at or below Swin and RMT of its size)
-MEMORY_PEERS = {'evt-t': ('swin-t', 'rmt-t'), 'evt-s': ('swin-s', 'rmt-s'),
-                'evt-b': ('swin-b', 'rmt-b'), 'evt-l': ('rmt-l', )}
-
-
-def memory_goal(saved: Dict[tuple, dict]) -> List[str]:
-    """The memory goal table: each EVT model's saved MiB over each recorded peer's, at the
-    same size, without ``with_cp``, batch 1 and per image at batch 2, and whether EVT is at
-    or below the peer in both.
-
-    Args:
-        saved (dict): ``(arch, (H, W), with_cp)`` -> its saved-bytes row.
-
-    Returns:
-        list[str]: markdown lines ('' first), none where no pair is recorded.
-    """
-    lines = []
-    for (arch, hw, cp), r in saved.items():
-        for peer in MEMORY_PEERS.get(arch, ()):
-            other = saved.get((peer, hw, cp))
-            if cp or other is None:
-                continue
-            ratios = [r[k] / other[k] for k in ('saved_mib_batch1', 'saved_mib_per_image')]
-            met = 'yes' if max(ratios) <= 1 else 'no'
-            lines.append(f'| {arch} | {peer} | {hw[0]} x {hw[1]} | {ratios[0]:.3f} | '
-                         f'{ratios[1]:.3f} | {met} |')
-    if lines:
-        lines = ['', '| EVT | against | H x W | saved, batch 1: EVT / it | '
-                 'saved / image, batch 2: EVT / it | at or below |',
-                 '|---|---|---|---|---|---|'] + lines
-    return lines
-
-
-def _matmul_note(row: dict) -> str:
-    """The fp32 matmul rate a row's run measured, for its machine line ('' where none)."""
-    if 'matmul_gflops_per_s' not in row:
-        return ''
-    n = row.get('matmul_n', '?')
-    return (f"fp32 matmul {row['matmul_gflops_per_s']:.1f} GFLOP/s ({n} x {n}, TF32 off), "
-            'measured in the same run')
-
-
-def table_section(rows: Sequence[dict]) -> List[str]:
-    """A docs section from a run's records: the device line(s) and the tool's own table
-    (the columns the rows have); a later row of a case replaces an earlier.
-
-    Args:
-        rows (Sequence[dict]): benchmark rows, as ``--jsonl`` wrote them.
-
-    Returns:
-        list[str]: markdown lines.
-    """
-    latest: Dict[tuple, dict] = {}
-    for r in rows:
-        if 'seconds' in r:
-            latest[_key(r) + (bool(r['compiled']), tuple(r['shape']))] = r
-    kept = list(latest.values())
-    columns = dict(with_complexity=any('params_m' in r for r in kept),
-                   compiled=any(r['compiled'] for r in kept),
-                   saved=any('saved_mib_per_image' in r for r in kept))
-    return (machine_lines(kept, note=_matmul_note) + [''] + table_header(**columns)
-            + [format_row(r, **columns) for r in kept])
-
-
-__all__ = ['DEFAULT_ARCHS', 'MEMORY_PEERS', 'SPEED_GOAL', 'SWIN_SIZES', 'GraphCounter', 'Job',
-           'Variant', 'build_backbone', 'build_from_config', 'build_variants',
-           'compile_section', 'complexity', 'format_row', 'input_cases', 'matmul_peak',
-           'measure', 'memory_goal', 'print_profile', 'row_name', 'run_jobs',
-           'saved_per_image', 'speed_goal', 'summarise', 'table_header', 'table_section', 'timed']
+__all__ = ['DEFAULT_ARCHS', 'SWIN_SIZES', 'GraphCounter', 'Job', 'Variant', 'build_backbone',
+           'build_from_config', 'build_variants', 'complexity', 'input_cases', 'matmul_peak',
+           'measure', 'print_profile', 'run_fields', 'run_jobs', 'saved_per_image',
+           'summarise', 'timed']

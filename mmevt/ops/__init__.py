@@ -6,7 +6,7 @@ from .attention import (ATTN_IMPLS, ATTN_PATHS, AttnPath, attention_probs,
                         decomposed_decay_attention, decomposed_decay_probs, flex_available,
                         impl_unavailable, resolve_impl, spatial_decay_attention,
                         spatial_decay_probs)
-from .cache import DecayBiasCache, GridCache
+from .cache import DecayBiasCache, ForwardTables, GridCache
 from .checks import input_checks_enabled, set_input_checks
 from .decay import (DECAY_KINDS, decay_bias, decay_log_rates, grid_coords, grouped_distance,
                     line_decay_bias, pairwise_distance)
@@ -17,7 +17,7 @@ from .rotary import apply_rotary, rotary_sin_cos
 
 __all__ = [
     'ATTN_IMPLS', 'ATTN_PATHS', 'AttnPath', 'DECAY_KINDS', 'GROUP_MODES', 'LAYOUTS', 'Layout',
-    'WINDOW_MODES', 'DecayBiasCache', 'GridCache',
+    'WINDOW_MODES', 'DecayBiasCache', 'ForwardTables', 'GridCache',
     'apply_rotary', 'attention_probs', 'attention_reference', 'attention_sdpa', 'choose_impl',
     'decay_bias', 'decay_log_rates', 'decomposed_decay_attention', 'decomposed_decay_probs',
     'flex_available', 'grid_coords', 'group_token_index', 'group_tokens', 'grouped_distance',

@@ -277,18 +277,20 @@ def _group_batch(x: Tensor, hw: Tuple[int, int], group_size: int, mode: str) -> 
 
 
 def _memo(cache: Optional[GridCache], key: tuple, hw: Tuple[int, int], group_size: int,
-          mode: str, decay: str, device: torch.device, build: Callable):
-    """A per-grid table from the stage's cache; without a cache it is built on every call."""
+          mode: str, decay: str, device: torch.device, build: Callable, batch: int = 0):
+    """A per-grid table from the stage's cache or forward tables; without a cache it is
+    built on every call. Sizes (grid, device, batch) are kept apart from the key: within
+    one forward pass of a stage they do not change (:class:`~.cache.ForwardTables`)."""
     if cache is None:
         return build()
-    return cache.get(key + (tuple(hw), group_size, mode, decay, device), build)
+    return cache.get(key + (group_size, mode, decay), build, (tuple(hw), device, batch))
 
 
 def _layout_bias(hw: Tuple[int, int], group_size: int, mode: str, decay: str,
                  log_gamma: Tensor, dtype: torch.dtype, device: torch.device,
                  cache: Optional[GridCache]) -> Tensor:
     """The additive decay bias of the grouped layout, ``(heads * G, S, S)`` (memoised)."""
-    return _memo(cache, ('bias', dtype), hw, group_size, mode, decay, device,
+    return _memo(cache, ('bias', str(dtype)), hw, group_size, mode, decay, device,
                  lambda: decay_bias(log_gamma, grouped_distance(hw, group_size, mode, decay,
                                                                 device)).to(dtype))
 
@@ -327,9 +329,10 @@ def spatial_decay_attention(q: Tensor,
             modes). Defaults to 49.
         scale (float, optional): logit scale. Defaults to ``D ** -0.5``.
         attn_impl (str): ``'auto'`` or a path of :data:`ATTN_PATHS`. Defaults to ``'auto'``.
-        cache (GridCache, optional): memo for the additive bias (``sdpa``, ``reference``) or
-            the score_mod and padding block mask (``flex``, per batch size: groups go
-            into Flex's batch dim). Defaults to None (built on every call).
+        cache (GridCache | ForwardTables, optional): memo for the additive bias (``sdpa``,
+            ``reference``) or the score_mod and padding block mask (``flex``, per batch
+            size: groups go into Flex's batch dim). Defaults to None (built on every
+            call).
         dropout_p (float): attention dropout; pass 0 outside training. Flex cannot apply
             it (``'auto'`` then runs SDPA). Defaults to 0.
         impl, bias_cache: deprecated names of ``attn_impl`` and ``cache``.
@@ -349,10 +352,11 @@ def spatial_decay_attention(q: Tensor,
                              dropout=dropout_p > 0)
     if attn_impl == 'flex':
         qg, kg, vg = (_group_batch(t, hw, group_size, mode) for t in (q, k, v))
-        score_mod = _memo(cache, ('flex_decay', b), hw, group_size, mode, decay, q.device,
-                          lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma, b))
-        block_mask = _memo(cache, ('flex_pad', b), hw, group_size, mode, decay, q.device,
-                           lambda: padding_block_mask(hw, group_size, mode, b, q.device))
+        score_mod = _memo(cache, ('flex_decay', ), hw, group_size, mode, decay, q.device,
+                          lambda: _decay_score_mod(hw, group_size, mode, decay, log_gamma, b),
+                          b)
+        block_mask = _memo(cache, ('flex_pad', ), hw, group_size, mode, decay, q.device,
+                           lambda: padding_block_mask(hw, group_size, mode, b, q.device), b)
         out = _flex_attention(qg, kg, vg, score_mod=score_mod, block_mask=block_mask,
                               scale=scale)
         out = rearrange(out, '(b g) h s d -> b g s h d', b=b)

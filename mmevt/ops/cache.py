@@ -1,7 +1,7 @@
 """The per-grid cache: attention inputs built once per input size and shared by a stage."""
 import warnings
 from collections import OrderedDict
-from typing import Callable, Hashable, TypeVar
+from typing import Callable, Dict, Hashable, TypeVar
 
 import torch
 
@@ -27,13 +27,15 @@ class GridCache:
         self.max_entries = max_entries
         self._store: 'OrderedDict[Hashable, object]' = OrderedDict()
 
-    def get(self, key: Hashable, build: Callable[[], T]) -> T:
-        """``build()``'s result, computed once per ``key`` (None results are kept too).
+    def get(self, key: Hashable, build: Callable[[], T], sizes: tuple = ()) -> T:
+        """``build()``'s result, computed once per ``key + sizes`` (None results are kept
+        too).
 
-        The key must name everything the result depends on (grid, sizes, mode, decay,
-        device, dtype, ...). While ``torch.compile`` traces, the cache is not used: the
-        table is built in the graph.
+        The key and sizes together must name everything the result depends on (grid,
+        sizes, mode, decay, device, dtype, ...). While ``torch.compile`` traces, the cache
+        is not used: the table is built in the graph (see :meth:`forward_tables`).
         """
+        key = key + sizes
         if torch.compiler.is_compiling():
             # Dynamo guards on what it reads of the dict: a store while tracing (or by a
             # later eager call) failed the guard on the next call, compiling every model
@@ -48,11 +50,42 @@ class GridCache:
             self._store.move_to_end(key)
         return value
 
+    def forward_tables(self) -> 'ForwardTables':
+        """A memo for one forward pass of the stage (see :class:`ForwardTables`)."""
+        return ForwardTables(self)
+
     def __len__(self) -> int:
         return len(self._store)
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._store
+
+
+class ForwardTables:
+    """The tables of one forward pass of a stage, built once and passed to its blocks.
+
+    Same API as :class:`GridCache`. In eager mode it is the stage's :class:`GridCache`
+    (kept across calls, one entry per input size). While ``torch.compile`` traces, that
+    cache cannot be read (a guard on it would recompile), so this object keeps the tables
+    of the one forward pass itself: the graph builds each table once per stage, not once
+    per block. Its keys leave out ``sizes`` (symbolic under dynamic shapes, and fixed
+    within one forward pass of a stage).
+
+    Args:
+        cache (GridCache): the stage's cache.
+    """
+
+    def __init__(self, cache: GridCache):
+        self.cache = cache
+        self.tables: Dict[Hashable, object] = {}
+
+    def get(self, key: Hashable, build: Callable[[], T], sizes: tuple = ()) -> T:
+        """``build()``'s result for ``key`` (``sizes``: as :meth:`GridCache.get`)."""
+        if not torch.compiler.is_compiling():
+            return self.cache.get(key, build, sizes)
+        if key not in self.tables:
+            self.tables[key] = build()
+        return self.tables[key]
 
 
 class DecayBiasCache(GridCache):
@@ -64,4 +97,4 @@ class DecayBiasCache(GridCache):
         super().__init__(max_entries)
 
 
-__all__ = ['GridCache', 'DecayBiasCache']
+__all__ = ['DecayBiasCache', 'ForwardTables', 'GridCache']

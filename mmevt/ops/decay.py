@@ -14,7 +14,6 @@ from torch import Tensor
 
 from .checks import check_choice
 from .grouping import group_tokens
-from .grouping import square_side  # noqa: F401  (old home, one release: visualize tool)
 
 DECAY_KINDS = ('euclidean', 'manhattan', 'none')
 

@@ -12,6 +12,11 @@
     python tools/analysis/benchmark.py --arch evt-s rmt-s --profile 10  # dominant kernels
     python tools/analysis/benchmark.py --arch evt-s --attn-impl sdpa flex --compile both
         # EVT's attention paths side by side, eager and compiled (the evidence for 'auto')
+    python tools/analysis/benchmark.py --ratio evt-t swin-t evt-t evt-t:recompute=False \
+        --train 224 224 --rounds 5  # EVT-T's step over Swin-T's and over EVT-T keeping all
+        # its activations ('ARCH:KEY=VALUE': layer_cfgs), read round by round (interleaved)
+    python tools/analysis/benchmark.py --commits HEAD~1 HEAD --arch evt-t --latency --rounds 5
+        # one model at two commits, each round one process per commit, alternating
 
 Needs only torch (+ mmengine for mmevt itself); Swin comes from mmpretrain when installed,
 else from timm (built for each case's input size), else it is left out with a note; each
@@ -22,22 +27,32 @@ Times are medians over ``--iters`` calls (and over ``--rounds`` interleaved roun
 run first measures the device's fp32 matmul rate (``--matmul-peak``), the yardstick of its
 rows. Compiled rows add the first call's time (the compile) and the graphs Dynamo made.
 Prints a table and writes JSON (``--jsonl``: each row appended as soon as it is measured,
-for runs that may be cut off). Numbers are what this run measured on this machine: they
-are printed with the device name. The measuring itself is :mod:`mmevt.analysis.benchmark`.
+for runs that may be cut off). Every row carries the date, the commit, the device (CPU
+model, threads) and torch; at the end the run writes the ratios it can read within itself:
+the goals of ``tools/analysis/benchmark_goals.py`` whose two models it measured, and
+``--ratio``'s. No time is compared across runs. The measuring itself is
+:mod:`mmevt.analysis.benchmark`, the tables :mod:`mmevt.analysis.benchmark_tables`.
 """
 import argparse
 import json
+import os
+import os.path as osp
+import subprocess
+import sys
+import tempfile
 from typing import Dict, List, Optional, Sequence
 
 import torch
 
 from mmevt.analysis.benchmark import (DEFAULT_ARCHS, SWIN_SIZES, Job,  # noqa
                                       build_backbone, build_from_config, build_variants,
-                                      complexity, format_row, input_cases,
-                                      matmul_peak, measure, row_name, run_jobs,
-                                      saved_per_image,
-                                      summarise, table_header)
-from mmevt.analysis.records import append_row, device_name, machine
+                                      complexity, input_cases, matmul_peak, measure,
+                                      run_fields, run_jobs, saved_per_image, summarise)
+from mmevt.analysis.benchmark_tables import format_row, ratio_table, row_name, table_header
+from mmevt.analysis.records import append_row, device_name, read_rows
+
+# the goals: this script's neighbour (its folder is on sys.path when it runs)
+from benchmark_goals import goal_rows, pair_rows, ratio_row, time_ratio  # noqa: E402
 
 build = build_backbone  # the names this script had (other tools load it as a module)
 
@@ -96,11 +111,94 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--jsonl', help='append each row to this JSON-lines file as soon as '
                         'it is measured')
     parser.add_argument('--tag', default='', help="a label put in each --jsonl row ('step')")
+    parser.add_argument('--ratio', nargs='+', metavar='A B',
+                        help="pairs of models: measure them side by side (instead of --arch) "
+                        "and print each A's time over its B's in each case, the median of "
+                        "the rounds' ratios")
+    parser.add_argument('--commits', nargs=2, metavar=('REV_A', 'REV_B'),
+                        help='measure --arch (one model) at two git commits: each round runs '
+                        "this tool once per commit (the commit's own checkout), alternating; "
+                        "prints REV_A's time over REV_B's")
+    parser.add_argument('--goals-of', metavar='JSONL',
+                        help='measure nothing: append to JSONL the goal ratios of its last '
+                        "run's rows (a run cut off before it wrote them) and of the saved-"
+                        'bytes counts with the same --tag')
     return parser.parse_args(argv)
 
 
+def _passed_on(argv: Sequence[str]) -> List[str]:
+    """The arguments a ``--commits`` round passes on: all but the run's own outputs."""
+    own = {'--commits': 2, '--rounds': 1, '--json': 1, '--jsonl': 1, '--tag': 1,
+           '--matmul-peak': 1}
+    out, skip = [], 0
+    for a in argv:
+        if skip:
+            skip -= 1
+        elif a.split('=')[0] in own:
+            skip = 0 if '=' in a else own[a]
+        else:
+            out.append(a)
+    return out
+
+
+def compare_commits(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    """``--commits``: each commit exported (``git archive``), then per round one process
+    of that commit's own tool per commit, alternating; the ratio of the two per case."""
+    if not args.arch or len(args.arch) != 1:
+        raise SystemExit('--commits measures one model: give it as --arch NAME')
+    repo = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+    runs: Dict[str, List[List[dict]]] = {rev: [] for rev in args.commits}
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {}
+        for i, rev in enumerate(args.commits):
+            trees[rev] = osp.join(tmp, str(i))
+            subprocess.run(f'mkdir -p {trees[rev]} && git -C {repo} archive {rev} | '
+                           f'tar -x -C {trees[rev]}', shell=True, check=True)
+        for rnd in range(args.rounds):
+            for rev, tree in trees.items():
+                out = osp.join(tmp, f'{rnd}-{len(runs[rev])}.json')
+                subprocess.run([sys.executable, osp.join(tree, 'tools/analysis/benchmark.py'),
+                                *_passed_on(argv), '--rounds', '1', '--matmul-peak', '0',
+                                '--json', out], cwd=tree, check=True,
+                               env=dict(os.environ, PYTHONPATH=tree))
+                with open(out) as f:
+                    runs[rev].append(json.load(f)['rows'])
+    (a, b), where = args.commits, run_fields(torch.device(args.device), repo)
+    rows = []
+    for i, row in enumerate(runs[a][0]):
+        series = [[r[i]['seconds'] for r in runs[rev]] for rev in (a, b)]
+        ratio, rounds = time_ratio(dict(round_seconds=series[0]), dict(round_seconds=series[1]))
+        rows.append(ratio_row(f"{row['arch']} at {a} / at {b}, time", row['case'],
+                              row['dtype'], ratio, rounds, **where))
+    print('\n'.join(ratio_table(rows)))
+    for r in rows:
+        append_row(args.jsonl, r, step=args.tag)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.commits:
+        return compare_commits(args, argv)
+    if args.goals_of:
+        rows = read_rows(args.goals_of)
+        # timed rows of the last run only; saved-bytes counts (exact, the same on every
+        # run of a commit) of every run with the last row's tag
+        end = rows[-1]
+        last = [r for r in rows if 'arch' in r and r.get('step') == end.get('step') and (
+            'seconds' not in r or (r.get('date'), r.get('commit')) == (end.get('date'),
+                                                                        end.get('commit')))]
+        where = {k: last[-1][k] for k in ('device', 'torch', 'date', 'commit', 'cpu',
+                                          'threads') if k in last[-1]}
+        ratios = goal_rows(last)
+        print('\n'.join(ratio_table(ratios)))
+        for r in ratios:
+            append_row(args.goals_of, dict(r, **where), step=last[-1].get('step', ''))
+        return
+    if args.ratio:
+        if len(args.ratio) % 2:
+            raise SystemExit(f'--ratio takes pairs of models, got {args.ratio}')
+        args.arch = list(dict.fromkeys(args.ratio))
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -124,7 +222,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 v.source, v.with_cp)
             for v in variants for case, shape, train in cases
             for dtype in args.dtype for comp in compiled]
-    where = machine(device)  # every row's device, torch and the run's matmul peak
+    where = run_fields(device)  # every row's date, commit, machine and matmul peak
     if peak is not None:
         where.update(matmul_gflops_per_s=peak['gflops_per_s'], matmul_n=peak['n'])
     rows: List[dict] = []
@@ -161,6 +259,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     dynamic = {'auto': None, 'true': True, 'false': False}[args.dynamic]
     run_jobs(jobs, device, done, args.rounds, args.warmup, args.iters, args.profile,
              args.compile_backend, dynamic)
+    pairs = list(zip(args.ratio[::2], args.ratio[1::2])) if args.ratio else []
+    ratios = goal_rows(rows) + [r for a, b in pairs for r in pair_rows(rows, a, b)]
+    if ratios:  # read within this run only
+        print('\n'.join(ratio_table(ratios)))
+        for r in ratios:
+            append_row(args.jsonl, dict(r, **where), step=args.tag)
     if args.json:
         with open(args.json, 'w') as f:
             json.dump(dict(device=device_name(device), torch=torch.__version__,

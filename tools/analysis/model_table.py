@@ -72,7 +72,7 @@ def recipe(cfg) -> str:
            'random resize + crop' if 'RandomResize' in types else 'single-scale')
     drop_path = cfg.model.backbone.get('drop_path_rate')
     if drop_path is None:  # the arch's own (its ImageNet value)
-        from mmevt.models.backbones.evt import resolve_arch
+        from mmevt.models.backbones.archs import resolve_arch
         drop_path = resolve_arch(cfg.model.backbone.arch)['drop_path_rate']
     return (f"{_num(opt.lr)} | {_num(opt.weight_decay)} | {drop_path:g} | "
             f"{cfg.train_dataloader.batch_size} | {warmup[0].end if warmup else 0} | {aug}")

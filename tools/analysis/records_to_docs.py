@@ -212,8 +212,8 @@ def write_cost_section(rows: Sequence[dict]) -> List[str]:
 
 def _benchmark(name: str) -> Callable[[Sequence[dict]], List[str]]:
     def render(rows: Sequence[dict]) -> List[str]:
-        from mmevt.analysis import benchmark  # the models' builders: only for a benchmark section
-        return (benchmark.compile_section if name == 'compile' else benchmark.table_section)(rows)
+        from mmevt.analysis import benchmark_tables as tables
+        return (tables.compile_section if name == 'compile' else tables.table_section)(rows)
     return render
 
 

@@ -124,7 +124,7 @@ def plot_decay(grid, heads, init_value, heads_range, query, out, image=None, str
 def plot_groups(img_size, group_size, stride, query, out, image=None, overwrite=False):
     """The tokens one query attends to under each grouping of one stage."""
     from mmevt.analysis import visible_mask
-    from mmevt.ops.decay import square_side
+    from mmevt.ops.grouping import square_side
     h, w = (-(-img_size[0] // stride), -(-img_size[1] // stride))
     qr, qc = query if query else (h // 2, w // 2)
     qi = qr * w + qc

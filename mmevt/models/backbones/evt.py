@@ -76,15 +76,23 @@ class EVTStage(nn.Module):
         self.downsample = downsample
         self.blocks = nn.ModuleList(blocks)
         self.with_cp = with_cp
+        # the decay tables' cache its blocks share (None: no decay attention)
+        self.cache = next((b.attn.cache for b in blocks if getattr(b, 'decay_attn', False)),
+                          None)
 
     def forward(self, x: Tensor) -> Tensor:
         if self.downsample is not None:
             x = self.downsample(x)
+        # each decay table once per forward pass, also under torch.compile
+        tables = self.cache.forward_tables() if self.cache is not None else None
+        # a compiled checkpoint may not write to what lives outside it: there each block
+        # builds its own tables
+        cp_tables = None if torch.compiler.is_compiling() else tables
         for block in self.blocks:
             if self.with_cp and x.requires_grad:
-                x = cp.checkpoint(block, x, use_reentrant=False)
+                x = cp.checkpoint(block, x, cp_tables, use_reentrant=False)
             else:
-                x = block(x)
+                x = block(x, tables)
         return x
 
 

@@ -7,11 +7,13 @@ import torch
 from einops import rearrange
 from torch import Tensor, nn
 
-from ...ops import (ATTN_IMPLS, ATTN_PATHS, DECAY_KINDS, LAYOUTS, GridCache, apply_rotary,
+from ...ops import (ATTN_IMPLS, ATTN_PATHS, DECAY_KINDS, LAYOUTS, ForwardTables, GridCache,
+                    apply_rotary,
                     decay_log_rates, decomposed_decay_attention, decomposed_decay_probs,
                     resolve_impl, rotary_sin_cos, spatial_decay_attention, spatial_decay_probs,
                     window_side)
 from ...ops.checks import check_choice, check_heads, check_positive_int, renamed_argument
+from ...ops.recompute import norm_linears, recompute_active
 from .conv import DWConv2d
 
 # the grouped layouts of the ops, plus RMT's row-then-column decomposition
@@ -120,9 +122,39 @@ class SpatialDecayAttention(nn.Module):
         return resolve_impl(self.attn_impl, device, self.head_dims, needs_grad=needs_grad,
                             dropout=self.dropout_p > 0, compiling=compiling)
 
+    def projections(self, x: Tensor, norm: Optional[nn.LayerNorm] = None,
+                    cpe: Optional[DWConv2d] = None) -> Tuple[Tensor, ...]:
+        """q, k, v of ``x`` (after ``x + cpe(x)`` and ``norm`` when given), channels last,
+        ``(B, H, W, C)``; with ``cpe`` the residual ``x + cpe(x)`` comes first.
+
+        With ``norm`` in training these run as one op that saves ``x`` only, neither the
+        residual nor the normalised tensor (:func:`~mmevt.ops.recompute.norm_linears`).
+        """
+        mods = [m for m in (norm, cpe) if m is not None]
+        if norm is not None and recompute_active(x, *self.parameters(),
+                                                 *(p for m in mods for p in m.parameters())):
+            return norm_linears(x, norm.weight, norm.bias, norm.eps, self.q.weight,
+                                self.q.bias, self.k.weight, self.k.bias, self.v.weight,
+                                self.v.bias, cpe=(cpe.conv.weight, cpe.conv.bias)
+                                if cpe is not None else (None, None))
+        residual = () if cpe is None else (x + cpe(x), )
+        x = residual[0] if residual else x
+        if norm is not None:
+            x = norm(x)
+        return residual + (self.q(x), self.k(x), self.v(x))
+
+    def _split_heads(self, q: Tensor, k: Tensor, hw: Tuple[int, int]
+                     ) -> Tuple[Tensor, Tensor]:
+        q = rearrange(q, _SPLIT_HEADS, n=self.num_heads)
+        k = rearrange(k, _SPLIT_HEADS, n=self.num_heads)
+        if self.use_rope:
+            sin, cos = rotary_sin_cos(hw, self.head_dims, q.device)
+            q, k = apply_rotary(q, sin, cos), apply_rotary(k, sin, cos)
+        return q, k
+
     def queries_keys(self, x: Tensor) -> Tuple[Tensor, Tensor]:
-        """The queries and keys the attention compares (projected, rotary-shifted): the one
-        place of the q / k steps, shared by :meth:`forward` and :meth:`attention_probs`.
+        """The queries and keys the attention compares (projected, rotary-shifted), as
+        :meth:`forward` computes them.
 
         Args:
             x (Tensor): shape ``(B, H, W, C)``.
@@ -130,13 +162,7 @@ class SpatialDecayAttention(nn.Module):
         Returns:
             tuple[Tensor, Tensor]: q, k of shape ``(B, H * W, heads, D)``, tokens row-major.
         """
-        h, w = x.shape[1:3]
-        q = rearrange(self.q(x), _SPLIT_HEADS, n=self.num_heads)
-        k = rearrange(self.k(x), _SPLIT_HEADS, n=self.num_heads)
-        if self.use_rope:
-            sin, cos = rotary_sin_cos((h, w), self.head_dims, x.device)
-            q, k = apply_rotary(q, sin, cos), apply_rotary(k, sin, cos)
-        return q, k
+        return self._split_heads(self.q(x), self.k(x), x.shape[1:3])
 
     def attention_probs(self, x: Tensor) -> Tensor:
         """The attention probabilities this module applies to its values, as dense
@@ -161,10 +187,32 @@ class SpatialDecayAttention(nn.Module):
         return spatial_decay_probs(q, k, (h, w), self.log_gamma, self.decay, self.mode,
                                    self.group_size, self.scale, self.cache)
 
-    def forward(self, x: Tensor) -> Tensor:
-        h, w = x.shape[1:3]
-        q, k = self.queries_keys(x)
-        v = self.v(x)
+    def forward(self, x: Tensor, norm: Optional[nn.LayerNorm] = None,
+                tables: Optional[ForwardTables] = None) -> Tensor:
+        """Args:
+            x (Tensor): ``(B, H, W, C)``.
+            norm (nn.LayerNorm, optional): the pre-norm, applied to ``x`` first (see
+                :meth:`projections`). Defaults to None.
+            tables (ForwardTables, optional): see :meth:`mix`. Defaults to None.
+        """
+        return self.mix(*self.projections(x, norm), tables)
+
+    def mix(self, q: Tensor, k: Tensor, v: Tensor,
+            tables: Optional[ForwardTables] = None) -> Tensor:
+        """The attention of projected ``q, k, v`` (:meth:`projections`), LePE and the
+        output projection.
+
+        Args:
+            q, k, v (Tensor): ``(B, H, W, C)``.
+            tables (ForwardTables, optional): the decay tables of this forward pass of
+                the stage (built once, shared by its blocks). Defaults to None (the
+                module's ``cache``).
+
+        Returns:
+            Tensor: ``(B, H, W, C)``.
+        """
+        h, w = q.shape[1:3]
+        q, k = self._split_heads(q, k, (h, w))
         lepe = self.lepe(v) if self.lepe is not None else None
         v = rearrange(v, _SPLIT_HEADS, n=self.num_heads)
         if self.mode == 'decomposed':
@@ -175,7 +223,8 @@ class SpatialDecayAttention(nn.Module):
         else:
             out = spatial_decay_attention(q, k, v, (h, w), self.log_gamma, self.decay,
                                           self.mode, self.group_size, self.scale,
-                                          self.attn_impl, self.cache,
+                                          self.attn_impl,
+                                          self.cache if tables is None else tables,
                                           dropout_p=self.dropout_p)
             out = rearrange(out, 'b (h w) n d -> b h w (n d)', h=h)
         if lepe is not None:
