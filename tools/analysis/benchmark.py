@@ -51,7 +51,9 @@ from mmevt.analysis.benchmark import (DEFAULT_ARCHS, SWIN_SIZES, Job,  # noqa
 from mmevt.analysis.benchmark_tables import format_row, ratio_table, row_name, table_header
 from mmevt.analysis.records import append_row, device_name, read_rows
 
-# the goals: this script's neighbour (its folder is on sys.path when it runs)
+# the goals: project code beside this file, not the package's (appended, as the other tools
+# find records_to_docs.py, so that it shadows no installed module)
+sys.path.append(osp.dirname(osp.abspath(__file__)))
 from benchmark_goals import goal_rows, pair_rows, ratio_row, time_ratio  # noqa: E402
 
 build = build_backbone  # the names this script had (other tools load it as a module)
