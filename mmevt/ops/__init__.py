@@ -1,13 +1,14 @@
 """Functional ops, by concern: ``decay`` (rates, distances, bias), ``grouping`` (layouts,
 group / ungroup, padding), ``cache`` (the per-grid cache), ``checks`` (argument checks, the
-input-check switch), ``attention`` (reference and fast paths, path choice), ``rotary``."""
+input-check switch), ``attention`` (reference and fast paths, path choice), ``decomposed``
+(RMT's row / column attention), ``recompute`` (training ops that save less), ``rotary``."""
 from .attention import (ATTN_IMPLS, ATTN_PATHS, AttnPath, attention_probs,
-                        attention_reference, attention_sdpa, choose_impl,
-                        decomposed_decay_attention, decomposed_decay_probs, flex_available,
+                        attention_reference, attention_sdpa, choose_impl, flex_available,
                         impl_unavailable, resolve_impl, spatial_decay_attention,
                         spatial_decay_probs)
 from .cache import DecayBiasCache, ForwardTables, GridCache
 from .checks import input_checks_enabled, set_input_checks
+from .decomposed import decomposed_decay_attention, decomposed_decay_probs
 from .decay import (DECAY_KINDS, decay_bias, decay_log_rates, grid_coords, grouped_distance,
                     line_decay_bias, pairwise_distance)
 from .grouping import (GROUP_MODES, LAYOUTS, WINDOW_MODES, Layout, group_token_index,

@@ -1,5 +1,6 @@
 """The timm model of every EVT / EVT-Swin / RMT arch: :class:`EVTClassifier`, its pretrained
-configs, checkpoint filter and the registered entrypoints (``evt_tiny`` ... ``rmt_large``).
+configs and the registered entrypoints (``evt_tiny`` ... ``rmt_large``); the checkpoint
+filter is :mod:`mmevt.timm.weights`.
 
 The model follows the contract of timm's hierarchical models (as in timm's
 ``swin_transformer.py``): ``forward_features`` / ``forward_head(pre_logits=)``,
@@ -10,7 +11,6 @@ Its parameters are named as mmpretrain's classifier of the same arch
 (``configs/cls/*``: ``backbone.*``, ``neck.*``, ``head.fc.*``), so a toolkit checkpoint or
 a converted RMT checkpoint loads without renaming (:func:`checkpoint_filter_fn`).
 """
-import logging
 from contextlib import nullcontext
 from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
@@ -25,9 +25,7 @@ from ..models.backbones.archs import (ARCH_ALIASES, ARCH_FAMILIES, MIN_INPUT_SIZ
 from ..models.backbones.evt import EVT, EVTStage, init_linear_and_norm
 from ..models.layers import ConvStem, PatchEmbed
 from ..models.necks import RMTClsNeck
-from ..utils.checkpoint import unwrap_state_dict
-
-_logger = logging.getLogger(__name__)
+from .weights import checkpoint_filter_fn
 
 # the families registered with timm (the tiny test archs are not)
 FAMILIES = ('evt', 'evt-swin', 'rmt')
@@ -302,70 +300,6 @@ def default_cfg(arch: str, **overrides: Any) -> Dict[str, Any]:
 
 
 default_cfgs = generate_default_cfgs({name: default_cfg(arch) for name, arch in TIMM_NAMES.items()})
-
-
-def checkpoint_filter_fn(state_dict: Dict[str, Any], model: EVTClassifier) -> Dict[str, Tensor]:
-    """An mmevt checkpoint's weights for ``model`` (timm's ``pretrained_filter_fn``).
-
-    Reads the toolkits' classifiers (``backbone.*``, ``neck.*``, ``head.fc.*``, as
-    mmpretrain saves them and as ``tools/model_converters/rmt_to_mmevt.py`` writes the
-    authors' RMT checkpoints), the ``state_dict`` of a runner checkpoint and backbone-only
-    files (``stem.*``, ``stages.*``; converted with ``--backbone-only`` or a detector's
-    ``backbone.*``). Tensors the model lacks are dropped, tensors the file lacks kept at
-    their initial values, each with a WARNING naming them; a classifier of another class
-    count is dropped the same way.
-
-    Args:
-        state_dict (dict): the loaded file (timm unwraps ``state_dict`` / ``model``).
-        model (EVTClassifier): the model the weights are for.
-
-    Returns:
-        dict: one tensor per key of ``model.state_dict()``.
-
-    Raises:
-        ValueError: the authors' unconverted RMT layout, tensors of another shape (another
-            arch) or no backbone tensor at all.
-    """
-    state = unwrap_state_dict(state_dict)
-    if 'patch_embed.proj.0.weight' in state or 'backbone.patch_embed.proj.0.weight' in state:
-        raise ValueError("this is one of the RMT authors' own checkpoints: convert it first "
-                         '(python tools/model_converters/rmt_to_mmevt.py IN OUT, '
-                         'docs/checkpoints.md) and load the converted file')
-    if not any(k.startswith('backbone.') for k in state):
-        state = {'backbone.' + k: v for k, v in state.items()}  # a backbone-only file
-    own = model.state_dict()
-    pretrained_classes = getattr(model, 'pretrained_cfg', {}).get('num_classes')
-    classifier = {'head.fc.weight', 'head.fc.bias'}
-    out, unexpected, dropped_head, wrong = {}, [], [], []
-    for key, value in state.items():
-        if key not in own:
-            unexpected.append(key)
-        elif value.shape == own[key].shape:
-            out[key] = value
-        elif key in classifier:
-            dropped_head.append(f'{key} {tuple(value.shape)}')
-        else:
-            wrong.append(f'{key}: file {tuple(value.shape)} vs model {tuple(own[key].shape)}')
-    if wrong:
-        raise ValueError(f'{len(wrong)} tensors of the checkpoint have another shape than '
-                         f'this model ({type(model).__name__}), e.g. {wrong[:3]}: a checkpoint '
-                         'of another arch?')
-    if not any(k.startswith('backbone.') for k in out):
-        raise ValueError(f'none of the checkpoint\'s {len(state)} tensors is a weight of this '
-                         f'model: its keys start {sorted(state)[:3]}, the model\'s '
-                         f'{sorted(own)[:3]}')
-    if dropped_head and model.num_classes == pretrained_classes:
-        _logger.warning(
-            f'the checkpoint\'s classifier {dropped_head} is not for {model.num_classes} '
-            'classes: left at its initial values (to load it pass num_classes=N and '
-            'pretrained_cfg_overlay=dict(file=..., num_classes=N))')
-    missing = [k for k in own if k not in out and not (k in classifier and dropped_head)]
-    if unexpected:
-        _logger.warning(f'checkpoint tensors this model does not have, ignored: {unexpected}')
-    if missing:
-        _logger.warning(f'model tensors the checkpoint does not have, kept at their initial '
-                        f'values: {missing}')
-    return {k: out.get(k, v) for k, v in own.items()}
 
 
 def _create(variant: str, pretrained: bool = False, **kwargs: Any) -> EVTClassifier:
