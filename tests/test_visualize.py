@@ -52,8 +52,8 @@ def test_dense_attention_reproduces_the_module(mode, decay, rope):
 class _QKNormAttention(SpatialDecayAttention):
     """A new q / k option as a contributor adds it: in the module's one q / k step."""
 
-    def queries_keys(self, x):
-        q, k = super().queries_keys(x)
+    def head_queries_keys(self, q, k, hw):
+        q, k = super().head_queries_keys(q, k, hw)
         return 3 * F.normalize(q, dim=-1), 3 * F.normalize(k, dim=-1)
 
 

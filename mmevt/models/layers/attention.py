@@ -143,8 +143,20 @@ class SpatialDecayAttention(nn.Module):
             x = norm(x)
         return residual + (self.q(x), self.k(x), self.v(x))
 
-    def _split_heads(self, q: Tensor, k: Tensor, hw: Tuple[int, int]
-                     ) -> Tuple[Tensor, Tensor]:
+    def head_queries_keys(self, q: Tensor, k: Tensor, hw: Tuple[int, int]
+                          ) -> Tuple[Tensor, Tensor]:
+        """The one place of the q / k steps after the projections, shared by
+        :meth:`forward` (through :meth:`mix`) and :meth:`attention_probs`: q and k split
+        into heads and rotary-shifted. An option that changes what attention compares
+        (e.g. a q / k norm) goes here.
+
+        Args:
+            q, k (Tensor): projected, ``(B, H, W, C)``.
+            hw (tuple[int, int]): the grid ``(H, W)``.
+
+        Returns:
+            tuple[Tensor, Tensor]: q, k of shape ``(B, H * W, heads, D)``, tokens row-major.
+        """
         q = rearrange(q, _SPLIT_HEADS, n=self.num_heads)
         k = rearrange(k, _SPLIT_HEADS, n=self.num_heads)
         if self.use_rope:
@@ -153,8 +165,8 @@ class SpatialDecayAttention(nn.Module):
         return q, k
 
     def queries_keys(self, x: Tensor) -> Tuple[Tensor, Tensor]:
-        """The queries and keys the attention compares (projected, rotary-shifted), as
-        :meth:`forward` computes them.
+        """The queries and keys the attention compares: the projections of ``x`` through
+        :meth:`head_queries_keys`, as :meth:`forward` computes them.
 
         Args:
             x (Tensor): shape ``(B, H, W, C)``.
@@ -162,7 +174,7 @@ class SpatialDecayAttention(nn.Module):
         Returns:
             tuple[Tensor, Tensor]: q, k of shape ``(B, H * W, heads, D)``, tokens row-major.
         """
-        return self._split_heads(self.q(x), self.k(x), x.shape[1:3])
+        return self.head_queries_keys(self.q(x), self.k(x), x.shape[1:3])
 
     def attention_probs(self, x: Tensor) -> Tensor:
         """The attention probabilities this module applies to its values, as dense
@@ -212,7 +224,7 @@ class SpatialDecayAttention(nn.Module):
             Tensor: ``(B, H, W, C)``.
         """
         h, w = q.shape[1:3]
-        q, k = self._split_heads(q, k, (h, w))
+        q, k = self.head_queries_keys(q, k, (h, w))
         lepe = self.lepe(v) if self.lepe is not None else None
         v = rearrange(v, _SPLIT_HEADS, n=self.num_heads)
         if self.mode == 'decomposed':
