@@ -119,8 +119,9 @@ class PublicAPI(SphinxDirective):
         return node.children
 
 
-# tools/ scripts that are not a user's command: run by tools/bootstrap.sh with its own usage
-NOT_COMMANDS = {'tools/build_mmaction2_wheel.py'}
+# tools/ files that are not a user's command: the mmaction2 wheel builder (run by
+# tools/bootstrap.sh, with its own usage) and the goals tools/analysis/benchmark.py imports
+NOT_COMMANDS = {'tools/build_mmaction2_wheel.py', 'tools/analysis/benchmark_goals.py'}
 
 
 def commands() -> List[str]:

@@ -6,6 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from ...ops import ForwardTables
+from ...ops.recompute import recompute_active
 from .attention import SpatialDecayAttention
 from .conv import DWConv2d
 from .ffn import ConvFFN
@@ -87,7 +88,9 @@ class EVTBlock(nn.Module):
     def forward(self, x: Tensor, tables: Optional[ForwardTables] = None) -> Tensor:
         """Args: x (Tensor): ``(B, H, W, C)``; tables (ForwardTables, optional): the
         stage's decay tables of this forward pass. Defaults to None."""
-        if self.decay_attn and self.recompute:  # CPE, norm and q / k / v as one op
+        # CPE, norm and q / k / v as one op when a backward can follow; otherwise the mixer
+        # runs as a module (its forward hooks fire: attention pictures, exporters)
+        if self.decay_attn and self.recompute and recompute_active(x, *self.parameters()):
             if self.cpe is not None:
                 x, q, k, v = self.attn.projections(x, self.norm1, self.cpe)
             else:
