@@ -376,11 +376,11 @@ def test_the_launchers_read_the_stop_signals_from_the_run_s_config(tmp_path):
 
 
 def test_a_guarded_rank_ends_when_its_launcher_is_killed(tmp_path):
-    from mmevt.apis.torchrun import RANK_GUARD
+    from mmevt.apis.torchrun import LAUNCHER_PID_ENV, RANK_GUARD
     # a launcher that starts one rank through the guard (the rank sleeps), then waits
     launcher = subprocess.Popen([sys.executable, '-c', f"""
 import os, subprocess, sys, time
-os.environ['MMEVT_LAUNCHER_PID'] = str(os.getpid())
+os.environ[{LAUNCHER_PID_ENV!r}] = str(os.getpid())
 rank = subprocess.Popen([sys.executable, '-u', {RANK_GUARD!r}, '-c',
                          'import time; print("rank up", flush=True); time.sleep(600)'],
                         start_new_session=True)

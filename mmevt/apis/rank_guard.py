@@ -20,6 +20,7 @@ def main() -> None:
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL)) != 0:
         raise OSError(ctypes.get_errno(), 'rank_guard: prctl(PR_SET_PDEATHSIG) failed')
     # the launcher may have ended before the request above: then nothing would signal us
+    # (MMEVT_LAUNCHER_PID: torchrun.LAUNCHER_PID_ENV, written out: this file imports nothing)
     if str(os.getppid()) != os.environ.get('MMEVT_LAUNCHER_PID', str(os.getppid())):
         sys.exit('rank_guard: the launcher has ended; not starting the rank')
     if mode == '--no-python':

@@ -14,6 +14,7 @@ import sys
 from typing import List, Optional, Sequence, Tuple
 
 from ..engine.stop_signals import signal_name, stop_signals_of_config
+from .launch import find_config_arg
 
 CONFIG_SUFFIXES = ('.py', '.json', '.yaml', '.yml')
 
@@ -27,9 +28,11 @@ def config_of_script_args(args: Sequence[str]) -> Tuple[Optional[str], dict]:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, default={})
     known, rest = parser.parse_known_args(list(args))
-    positional = next((a for a in rest if not a.startswith('-')), None)
-    if positional is None or not positional.endswith(CONFIG_SUFFIXES) or not osp.isfile(
-            positional):
+    try:
+        positional = find_config_arg(rest)
+    except ValueError:  # no positional argument at all
+        return None, {}
+    if not positional.endswith(CONFIG_SUFFIXES) or not osp.isfile(positional):
         return None, {}
     return positional, known.cfg_options
 
@@ -47,8 +50,10 @@ def stop_signals_of_run(args: Sequence[str]) -> Optional[Tuple[int, ...]]:
         return None
     from mmengine.config import Config
 
-    # (importing mmevt applied its patches: ``pkg::`` bases resolve as in the run itself)
-    cfg = Config.fromfile(path, import_custom_modules=False)
+    from ..patches import patches_needed
+    # as tools/train.py loads it (``pkg::`` bases resolve through mmevt's import patches)
+    with patches_needed('package-lookup', 'config-prefix'):
+        cfg = Config.fromfile(path, import_custom_modules=False)
     if options:
         cfg.merge_from_dict(options)
     return stop_signals_of_config(cfg)
