@@ -27,6 +27,15 @@ def test_every_arch_builds_with_right_shapes_and_channels(arch):
     assert not any(k.endswith(('log_gamma', 'cache')) for k in model.state_dict())
 
 
+def test_a_training_step_runs_on_the_meta_device():
+    # shape-only tools (timm's default-cfg test, counters) run training passes on 'meta',
+    # a device without autocast: the training ops must not ask it for autocast's dtype
+    model = EVT('evt-test').train().to('meta')
+    outs = model(torch.randn(2, 3, 64, 96, device='meta'))
+    sum(o.sum() for o in outs).backward()
+    assert all(p.grad is not None and p.grad.is_meta for p in model.parameters())
+
+
 def test_short_and_long_names_are_the_same_arch():
     assert list(arch_zoo) == list(ARCH_NAMES)  # each arch once, under its canonical name
     assert set(ARCH_ALIASES.values()) == set(ARCH_NAMES)

@@ -16,6 +16,7 @@ from mmevt.ops import (ATTN_PATHS, DECAY_KINDS, LAYOUTS, GridCache, Layout, atte
                        group_tokens, grouped_distance, has_padding, num_groups,
                        pairwise_distance, spatial_decay_attention, spatial_decay_probs,
                        ungroup_tokens)
+from mmevt.ops.depthwise import conv_nhwc, dwconv, residual_kernel
 from mmevt.ops.recompute import norm_conv_ffn, norm_linears
 
 # every fast path this torch has, every layout, every decay: from the tables, never spelled out
@@ -117,8 +118,9 @@ def test_2d_modes_need_a_square_group_size_and_the_grid():
 def test_padded_keys_get_zero_weight_and_no_nan():
     # 5 tokens in groups of 4: the last group holds one real token and 3 pads
     dist = grouped_distance((1, 5), 4, 'group', 'euclidean')
-    bias = decay_bias(decay_log_rates(2, 2, 4), dist).view(2, 2, 4, 4)  # (heads, G, S, S)
-    assert torch.isinf(bias[:, -1, :, 1:]).all() and torch.isfinite(bias[:, -1, :, 0]).all()
+    bias = decay_bias(decay_log_rates(2, 2, 4), dist)  # (G, heads, S, S)
+    assert bias.shape == (2, 2, 4, 4)
+    assert torch.isinf(bias[-1, :, :, 1:]).all() and torch.isfinite(bias[-1, :, :, 0]).all()
     q, k, v = (torch.randn(1, 5, 2, 8) for _ in range(3))
     for impl in ('reference', 'sdpa'):
         out = spatial_decay_attention(q, k, v, (1, 5), decay_log_rates(2, 2, 4),
@@ -462,6 +464,31 @@ def test_recomputing_ffn_has_the_plain_gradients_and_saves_two_tensors(norm, con
     weights = {t.data_ptr() for k, t in args.items() if t is not None and k != 'x'}
     acts = [t for t in saved if t.data_ptr() not in weights]
     assert sorted(t.shape[-1] for t in acts) == [c, hidden]
+
+
+# kernel 5 on 32 x 40 tokens: the weight gradient from 3 x 3 pieces (on a CPU from 1024
+# tokens); kernel 7: overlapping pieces; 3 and small grids: the plain kernel
+@pytest.mark.parametrize('k,hw', [(5, (32, 40)), (7, (33, 35)), (5, (6, 7)), (3, (32, 40))])
+@pytest.mark.parametrize('dtype', ['fp32', 'bf16'])
+def test_dwconv_has_the_plain_gradients(k, hw, dtype):
+    torch.manual_seed(0)
+    x = torch.randn(2, *hw, 6, requires_grad=True)
+    w, b = torch.randn(6, 1, k, k, requires_grad=True), torch.randn(6, requires_grad=True)
+    grad = torch.randn(2, *hw, 6)
+    amp = torch.autocast('cpu', dtype=torch.bfloat16, enabled=dtype == 'bf16')
+    with amp:
+        want = F.conv2d(x.permute(0, 3, 1, 2), w, b, 1, k // 2, 1, 6).permute(0, 2, 3, 1)
+        got = dwconv(x, w, b)
+    atol = 1e-5 if dtype == 'fp32' else 2e-2
+    torch.testing.assert_close(got, want, rtol=0, atol=atol * want.abs().max().item())
+    for g, e in zip(torch.autograd.grad(got, (x, w, b), grad),
+                    torch.autograd.grad(want, (x, w, b), grad)):
+        assert g.dtype == e.dtype
+        torch.testing.assert_close(g, e, rtol=0, atol=atol * e.abs().max().item())
+    # a conv with its residual is one conv with 1 added at the centre tap
+    x1 = x.detach()
+    torch.testing.assert_close(conv_nhwc(x1, residual_kernel(w.detach()), None),
+                               x1 + conv_nhwc(x1, w.detach(), None), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize('cpe', [False, True])

@@ -167,10 +167,16 @@ def test_two_process_training_matches_one_process(tmp_path, cls_root):
     import subprocess
     import sys
 
-    single = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'single')
+    # SGD, not the recipe's AdamW: Adam scales each update by 1 / |gradient|, so a gradient
+    # that is zero up to rounding (summed in another order by two processes) moves its
+    # weight by about lr either way; SGD keeps rounding at rounding size, and also sees a
+    # sum of the processes' gradients where their mean belongs (Adam is blind to the scale)
+    sgd = ("optim_wrapper = dict(optimizer=dict(_delete_=True, type='SGD', lr=0.1, "
+           "momentum=0.9, weight_decay=1e-4))\n")
+    single = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'single', extra=sgd)
     run_tool('tools/train.py', single)
     dist = _deterministic_cls_config(tmp_path, cls_root, tmp_path / 'dist',
-                                     extra="train_dataloader['batch_size'] = 2\n")
+                                     extra=sgd + "train_dataloader['batch_size'] = 2\n")
     env = dict(os.environ, PYTHON=sys.executable, PORT=str(free_port()), OMP_NUM_THREADS='1')
     proc = subprocess.run(['bash', 'tools/dist_train.sh', dist, '2'], cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

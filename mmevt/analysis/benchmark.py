@@ -327,16 +327,17 @@ def input_cases(train: Optional[Sequence[Sequence[int]]] = None,
             batch ``train_batch``; one size is the case ``'train'``, several are
             ``'train@HxW'``. Defaults to None.
         scaling (Sequence[int], optional): inference at these square sizes, batch 1.
-        batch, size, latency: the inference case otherwise (``latency``: batch 1).
+        batch, size, latency: the inference case otherwise (``latency``: batch 1); with
+            ``train``, ``latency`` adds the batch-1 case to the steps (one run for both).
         train_batch (int): batch of the training steps. Defaults to 2.
     """
+    b1 = [(f'b1@{size}', (1, 3, size, size), False)]
     if train:
         return [('train' if len(train) == 1 else f'train@{h}x{w}', (train_batch, 3, h, w),
-                 True) for h, w in train]
+                 True) for h, w in train] + (b1 if latency else [])
     if scaling:
         return [(f'{s}x{s}', (1, 3, s, s), False) for s in scaling]
-    b = 1 if latency else batch
-    return [(f'b{b}@{size}', (b, 3, size, size), False)]
+    return b1 if latency else [(f'b{batch}@{size}', (batch, 3, size, size), False)]
 
 
 def build_variants(archs: Sequence[str], attn_impls: Sequence[str] = ('auto', ),

@@ -58,8 +58,8 @@ def _ms(sec: float) -> str:
 
 def compile_section(rows: Sequence[dict]) -> List[str]:
     """The compile section of the docs from a run's records (the rows ``--jsonl`` wrote):
-    the device and its measured fp32 matmul peak, eager and compiled times side by side,
-    and the saved-for-backward MiB; a later row of a case replaces an earlier.
+    the device and its measured fp32 matmul peak, eager and compiled times side by side;
+    a later row of a case replaces an earlier (saved bytes: :func:`memory_section`).
 
     Args:
         rows (Sequence[dict]): benchmark rows (with ``device``, ``torch`` and the run's
@@ -69,36 +69,67 @@ def compile_section(rows: Sequence[dict]) -> List[str]:
         list[str]: markdown lines.
     """
     timed: Dict[tuple, Dict[bool, dict]] = {}
-    saved: Dict[tuple, dict] = {}
     ratios = [r for r in rows if 'ratio' in r]
     rows = [r for r in rows if 'arch' in r]
     for r in rows:
         if 'seconds' in r:
             timed.setdefault(_key(r), {})[bool(r['compiled'])] = r
-        if 'saved_mib_per_image' in r:
-            saved[_key(r)[:1] + (tuple(r['shape'][2:]), bool(r.get('with_cp')))] = r
     lines = machine_lines(rows, note=_matmul_note)
     pairs = [(k, v) for k, v in timed.items() if True in v]
     if pairs:
         lines += ['', '| model | case | dtype | eager ms | compiled ms | eager / compiled | '
-                  'compile s | graphs | compiled GFLOP/s | of fp32 matmul peak |',
+                  'compile s | graphs | GFLOP/s, eager / compiled | of fp32 matmul peak |',
                   '|---|---|---|---|---|---|---|---|---|---|']
+
+        def rate(r: Optional[dict]) -> str:
+            return '-' if r is None or _gflops(r) is None else f'{_gflops(r):.1f}'
+
+        def share(r: Optional[dict]) -> str:
+            peak = None if r is None else r.get('matmul_gflops_per_s')  # its own run's
+            return ('-' if peak is None or _gflops(r) is None
+                    else f'{100 * _gflops(r) / peak:.0f}%')
         for key, v in pairs:
             c, e = v[True], v.get(False)
-            rate, peak = _gflops(c), c.get('matmul_gflops_per_s')  # its own run's peak
             lines.append(f"| {row_name(c)} | {c['case']} | {c['dtype']} | "
                          f"{_ms(e['seconds']) if e else '-'} | {_ms(c['seconds'])} | "
                          f"{(e['seconds'] / c['seconds']) if e else float('nan'):.2f} | "
                          f"{c.get('compile_s', float('nan')):.0f} | {c.get('graphs', '-')} | "
-                         f"{'-' if rate is None else f'{rate:.1f}'} | "
-                         f"{'-' if None in (rate, peak) else f'{100 * rate / peak:.0f}%'} |")
-    if saved:
-        lines += ['', '| model | H x W | with_cp | saved MiB, batch 1 | '
-                  'saved MiB / image, batch 2 |', '|---|---|---|---|---|']
-        for (arch, hw, cp), r in saved.items():
-            lines.append(f"| {arch} | {hw[0]} x {hw[1]} | {cp} | {r['saved_mib_batch1']:.1f} "
-                         f"| {r['saved_mib_per_image']:.1f} |")
+                         f"{rate(e)} / {rate(c)} | {share(e)} / {share(c)} |")
     return lines + ratio_table(ratios)
+
+
+def memory_section(rows: Sequence[dict]) -> List[str]:
+    """The training-memory section from a saved-bytes run's records (``--saved-only`` and
+    the goal ratios it wrote): one line per pair of models a goal compares and input
+    size, both models' saved MiB (batch 1, and per image at batch 2), their ratios and the
+    goal.
+
+    Args:
+        rows (Sequence[dict]): saved-bytes rows and their goal ratios (``'<a> / <b>,
+            saved bytes'``, with fields ``num``, ``den``, ``hw`` and ``batch``).
+
+    Returns:
+        list[str]: markdown lines.
+    """
+    saved = {(r['arch'], tuple(r['shape'][2:])): r for r in rows
+             if 'saved_mib_per_image' in r and not r.get('with_cp')}
+    pairs: Dict[tuple, Dict[int, dict]] = {}  # (num, den, hw) -> batch -> ratio row
+    for r in rows:
+        if 'ratio' in r and r['what'].endswith(', saved bytes'):
+            pairs.setdefault((r['num'], r['den'], tuple(r['hw'])), {})[r['batch']] = r
+    lines = machine_lines([r for r in rows if 'arch' in r], note=_matmul_note) + [
+        '', '| models | H x W | saved MiB, batch 1 | ratio | saved MiB / image, batch 2 | '
+        'ratio | goal: at most | met |', '|---|---|---|---|---|---|---|---|']
+    for (num, den, hw), got in pairs.items():
+        a, b = saved.get((num, hw)), saved.get((den, hw))
+        if a is None or b is None or set(got) != {1, 2}:
+            continue
+        met = 'yes' if got[1]['met'] and got[2]['met'] else '**no**'
+        lines.append(f"| {num} / {den} | {hw[0]} x {hw[1]} | {a['saved_mib_batch1']:.0f} / "
+                     f"{b['saved_mib_batch1']:.0f} | {got[1]['ratio']:.2f} | "
+                     f"{a['saved_mib_per_image']:.0f} / {b['saved_mib_per_image']:.0f} | "
+                     f"{got[2]['ratio']:.2f} | {got[1]['bound']} | {met} |")
+    return lines
 
 
 def _gflops(row: dict) -> Optional[float]:
@@ -168,5 +199,5 @@ def table_section(rows: Sequence[dict]) -> List[str]:
             + [format_row(r, **columns) for r in kept] + ratio_table(ratios))
 
 
-__all__ = ['compile_section', 'format_row', 'ratio_table', 'row_name', 'table_header',
-           'table_section']
+__all__ = ['compile_section', 'format_row', 'memory_section', 'ratio_table', 'row_name',
+           'table_header', 'table_section']

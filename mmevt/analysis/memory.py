@@ -72,7 +72,10 @@ def saved_tensor_bytes(model: nn.Module, x: Tensor, dtype: str = 'fp32') -> Save
         if key not in resident and key not in seen:
             seen[key] = nbytes
             shapes[key] = (tuple(t.shape), str(t.dtype).replace('torch.', ''), nbytes)
-        return t
+        # detached (the same storage): an output saved by its own node, packed as itself,
+        # would hold its node in a cycle Python's collector cannot see, and the pass's
+        # whole graph would outlive it
+        return t.detach()
 
     model.train()
     amp = (torch.autocast(x.device.type, dtype=torch.bfloat16) if dtype == 'bf16'
@@ -92,8 +95,8 @@ def saved_bytes_split(model: nn.Module, hw: Tuple[int, int], dtype: str = 'fp32'
 
     Two passes of :func:`saved_tensor_bytes`. Their difference is what one more image
     adds; where it is less than the batch-2 bytes per image, the step saves tables shared
-    by the batch (EVT's decay bias on the SDPA and reference paths; autocast's copies of
-    the weights). It can also be more: a layout change that is a view at batch 1 and a
+    by the batch (EVT's decay bias of a stage attending in one group; autocast's copies
+    of the weights). It can also be more: a layout change that is a view at batch 1 and a
     copy at batch 2 (RMT's row / column attention) saves a tensor only from batch 2 on.
 
     Args:

@@ -1,7 +1,9 @@
 """Functional ops, by concern: ``decay`` (rates, distances, bias), ``grouping`` (layouts,
 group / ungroup, padding), ``cache`` (the per-grid cache), ``checks`` (argument checks, the
 input-check switch), ``attention`` (reference and fast paths, path choice), ``decomposed``
-(RMT's row / column attention), ``recompute`` (training ops that save less), ``rotary``."""
+(RMT's row / column attention), ``recompute`` (training ops that save less),
+``depthwise`` (depth-wise convs with their residual folded and a fast weight gradient),
+``rotary``."""
 from .attention import (ATTN_IMPLS, ATTN_PATHS, AttnPath, attention_probs,
                         attention_reference, attention_sdpa, choose_impl, flex_available,
                         impl_unavailable, resolve_impl, spatial_decay_attention,

@@ -91,8 +91,9 @@ ATTN_PATHS: Dict[str, AttnPath] = {
     'flex': AttnPath(dropout=False, cpu_backward=False, padding='block_mask',
                      head_dims='any (fused: a power of two >= 16)', missing=_flex_missing,
                      auto=_flex_fused),
-    # fused scaled_dot_product_attention with the cached bias: everywhere else (on CPU the
-    # fastest path)
+    # fused scaled_dot_product_attention with the cached bias: everywhere else (it keeps no
+    # probabilities for backward; on CPU the reference path is faster on small groups
+    # with head dim 32 and slower on the large stage-1 grids, so neither wins everywhere)
     'sdpa': AttnPath(dropout=True, cpu_backward=True, padding='bias', head_dims='any',
                      auto=lambda *case: True),
 }
@@ -134,7 +135,8 @@ def choose_impl(device: torch.device, head_dim: Optional[int] = None, *,
     That is FlexAttention on CUDA while ``torch.compile`` traces the model (the only case
     where Flex runs fused: decay in-kernel, no bias tensor, block-sparse padding) when its
     kernels tile the head dim and no dropout is asked for; fused SDPA with a cached bias
-    everywhere else (eager Flex materialises the scores; on CPU SDPA is fastest).
+    everywhere else (eager Flex materialises the scores; SDPA keeps no probabilities for
+    the backward pass).
     ``compiling``: whether ``torch.compile`` is tracing (None: ask torch), so a report can
     say what the rule picks in a case it is not running in.
     """
@@ -265,13 +267,12 @@ def padding_block_mask(hw: Tuple[int, int], group_size: int, mode: str, batch: i
     return _create_block_mask(mask_mod, rows, None, s, s, device=device)
 
 
-def _group_heads(x: Tensor, hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
-    """``(B, N, heads, D) -> (B, heads * G, S, D)``: the grouped layout, heads major."""
-    return rearrange(group_tokens(x, group_size, mode, hw), 'b g s h d -> b (h g) s d')
-
-
 def _group_batch(x: Tensor, hw: Tuple[int, int], group_size: int, mode: str) -> Tensor:
-    """``(B, N, heads, D) -> (B * G, heads, S, D)``: groups in the batch dim (Flex's)."""
+    """``(B, N, heads, D) -> (B * G, heads, S, D)``: the groups in the batch dim,
+    batch-major, heads as they come out of the channels. Every path's layout: a view of
+    ``x`` for ``group`` (and for every layout at batch 1) after the padding, so the
+    grouping copies nothing where a grid fills its groups; and SDPA's CPU kernel writes
+    its output as ``(B * G, S, heads, D)`` in memory, which is the token order again."""
     return rearrange(group_tokens(x, group_size, mode, hw), 'b g s h d -> (b g) h s d')
 
 
@@ -287,11 +288,19 @@ def _memo(cache: Optional[GridCache], key: tuple, hw: Tuple[int, int], group_siz
 
 def _layout_bias(hw: Tuple[int, int], group_size: int, mode: str, decay: str,
                  log_gamma: Tensor, dtype: torch.dtype, device: torch.device,
-                 cache: Optional[GridCache]) -> Tensor:
-    """The additive decay bias of the grouped layout, ``(heads * G, S, S)`` (memoised)."""
-    return _memo(cache, ('bias', str(dtype)), hw, group_size, mode, decay, device,
-                 lambda: decay_bias(log_gamma, grouped_distance(hw, group_size, mode, decay,
-                                                                device)).to(dtype))
+                 cache: Optional[GridCache], batch: int) -> Tensor:
+    """The additive decay bias of the grouped layout for ``batch`` images,
+    ``(batch * G, heads, S, S)``, or ``(1, heads, N, N)`` for one group (memoised). With
+    several groups and images the table is repeated per image: SDPA broadcasts a mask
+    over dims of size 1 only."""
+    def build() -> Tensor:
+        bias = decay_bias(log_gamma, grouped_distance(hw, group_size, mode, decay, device))
+        bias = bias.to(dtype)
+        if bias.shape[0] == 1:  # one group: broadcast over the batch
+            return bias
+        return bias.expand(batch, *bias.shape).reshape(-1, *bias.shape[1:])
+    return _memo(cache, ('bias', str(dtype)), hw, group_size, mode, decay, device, build,
+                 batch)
 
 
 def _check_grid(q: Tensor, hw: Tuple[int, int], log_gamma: Tensor, decay: str) -> None:
@@ -344,7 +353,7 @@ def spatial_decay_attention(q: Tensor,
                                  None if attn_impl == 'auto' else attn_impl) or 'auto'
     cache = renamed_argument(name, 'bias_cache', 'cache', bias_cache, cache)
     _check_grid(q, hw, log_gamma, decay)
-    b, n, heads, d = q.shape
+    b, n, _, d = q.shape
     scale = d ** -0.5 if scale is None else scale
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
     attn_impl = resolve_impl(attn_impl, q.device, d, needs_grad=needs_grad,
@@ -358,14 +367,13 @@ def spatial_decay_attention(q: Tensor,
                            lambda: padding_block_mask(hw, group_size, mode, b, q.device), b)
         out = _flex_attention(qg, kg, vg, score_mod=score_mod, block_mask=block_mask,
                               scale=scale)
-        out = rearrange(out, '(b g) h s d -> b g s h d', b=b)
     else:
-        qg, kg, vg = (_group_heads(t, hw, group_size, mode) for t in (q, k, v))
-        bias = _layout_bias(hw, group_size, mode, decay, log_gamma, qg.dtype, q.device, cache)
+        qg, kg, vg = (_group_batch(t, hw, group_size, mode) for t in (q, k, v))
+        bias = _layout_bias(hw, group_size, mode, decay, log_gamma, qg.dtype, q.device, cache,
+                            b)
         attn = attention_reference if attn_impl == 'reference' else attention_sdpa
-        out = attn(qg, kg, vg, bias[None], scale, dropout_p)
-        out = rearrange(out, 'b (h g) s d -> b g s h d', h=heads)
-    return ungroup_tokens(out, n, mode, hw)
+        out = attn(qg, kg, vg, bias, scale, dropout_p)
+    return ungroup_tokens(rearrange(out, '(b g) h s d -> b g s h d', b=b), n, mode, hw)
 
 
 def spatial_decay_probs(q: Tensor,
@@ -390,10 +398,10 @@ def spatial_decay_probs(q: Tensor,
         share no group.
     """
     _check_grid(q, hw, log_gamma, decay)
-    heads, d = q.shape[2:]
+    b, d = q.shape[0], q.shape[3]
     scale = d ** -0.5 if scale is None else scale
-    qg, kg = (_group_heads(t, hw, group_size, mode) for t in (q, k))
-    bias = _layout_bias(hw, group_size, mode, decay, log_gamma, qg.dtype, q.device, cache)
-    probs = attention_probs(qg, kg, bias[None], scale)
-    probs = rearrange(probs, 'b (h g) s t -> b h g s t', h=heads)
+    qg, kg = (_group_batch(t, hw, group_size, mode) for t in (q, k))
+    bias = _layout_bias(hw, group_size, mode, decay, log_gamma, qg.dtype, q.device, cache, b)
+    probs = attention_probs(qg, kg, bias, scale)
+    probs = rearrange(probs, '(b g) h s t -> b h g s t', b=b)
     return ungroup_pairs(probs, hw, group_size, mode)

@@ -133,7 +133,8 @@ def grouped_distance(hw: Tuple[int, int], group_size: int, mode: str,
 
 
 def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
-    """``log_gamma[h] * dist[g]`` laid out head-major as ``(heads * G, S, S)``.
+    """``log_gamma[h] * dist[g]`` laid out groups-major, ``(G, heads, S, S)`` (the
+    attention paths put the groups in the batch dim).
 
     ``0 * inf`` would be NaN for a zero rate (``decay='none'`` uses zero distances, never
     zero rates), so padded keys are written as ``-inf`` explicitly.
@@ -141,7 +142,7 @@ def decay_bias(log_gamma: Tensor, dist: Tensor) -> Tensor:
     pad = torch.isinf(dist)
     bias = log_gamma.float()[:, None, None, None] * dist.masked_fill(pad, 0)[None]
     bias = bias.masked_fill(pad[None], float('-inf'))
-    return rearrange(bias, 'h g q k -> (h g) q k')
+    return rearrange(bias, 'h g q k -> g h q k').contiguous()
 
 
 __all__ = ['DECAY_KINDS', 'decay_log_rates', 'grid_coords', 'grouped_coords', 'slot_coords',

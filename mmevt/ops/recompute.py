@@ -11,10 +11,11 @@ LayerNorm, a GELU, a depth-wise conv; the linears are never run again):
   h = a + DWConv3x3(a); out = fc2(h)``: saves ``x`` and ``h0``, where autograd keeps ``x``,
   ``y`` and three hidden-width tensors (GELU's, the conv's and fc2's inputs).
 
-The gradients are the plain computation's, op for op: the backward passes call the aten
-backward kernels autograd would (``native_layer_norm_backward``, ``gelu_backward``,
-``convolution_backward``), in the dtypes autocast gave the forward pass. Tensors are
-channels-last, ``(B, H, W, C)``.
+The gradients are the plain computation's to rounding: the backward passes call the aten
+backward kernels autograd would (``native_layer_norm_backward``, ``gelu_backward``), in the
+dtypes autocast gave the forward pass; the depth-wise convs and their residuals run as
+:mod:`~mmevt.ops.depthwise` runs them (``x + DWConv(x)`` as one conv, the fast weight
+gradient). Tensors are channels-last, ``(B, H, W, C)``.
 """
 from typing import List, Optional, Tuple
 
@@ -22,20 +23,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-
-def _conv(a: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
-    """The depth-wise 3x3 conv of a channels-last tensor, in ``a``'s dtype (as autocast
-    runs it)."""
-    out = F.conv2d(a.permute(0, 3, 1, 2), weight.to(a.dtype), bias.to(a.dtype), 1,
-                   weight.shape[-1] // 2, 1, a.shape[-1])
-    return out.permute(0, 2, 3, 1)
+from .depthwise import conv_dtype, dwconv_grads, residual_conv
 
 
 def _hidden(h0: Tensor, dw_weight: Optional[Tensor], dw_bias: Optional[Tensor]
             ) -> Tuple[Tensor, Tensor]:
-    """GELU's output ``a`` and fc2's input ``h`` from fc1's output ``h0``."""
+    """GELU's output ``a`` and fc2's input ``h = a + DWConv3x3(a)`` (one conv, in ``a``'s
+    dtype, as autocast runs it) from fc1's output ``h0``."""
     a = F.gelu(h0)
-    return a, (a if dw_weight is None else a + _conv(a, dw_weight, dw_bias))
+    return a, (a if dw_weight is None else residual_conv(a, dw_weight, dw_bias))
 
 
 def _linear_grads(grad: Tensor, inp: Tensor, weight: Tensor, bias: Optional[Tensor],
@@ -84,21 +80,6 @@ def _recompute_norm(ctx, x: Tensor, weight: Optional[Tensor], bias: Optional[Ten
                                                   for t in (weight, bias)), ctx.eps)
 
 
-def _conv_grads(d_out: Tensor, inp: Tensor, weight: Tensor, need: Tuple[bool, bool, bool]
-                ) -> list:
-    """``(d inp, d weight, d bias)`` of :func:`_conv` (channels-last), run in ``inp``'s
-    dtype, each in its own tensor's dtype (None where ``need`` says no)."""
-    dt = inp.dtype
-    grads = torch.ops.aten.convolution_backward(
-        d_out.to(dt).permute(0, 3, 1, 2), inp.permute(0, 3, 1, 2), weight.to(dt),
-        [weight.shape[0]], [1, 1], [weight.shape[-1] // 2] * 2, [1, 1], False, [0, 0],
-        weight.shape[0], list(need))
-    d_inp, d_w, d_b = (None if g is None else g for g in grads)
-    return [None if d_inp is None else d_inp.permute(0, 2, 3, 1),
-            None if d_w is None else d_w.to(weight.dtype),
-            None if d_b is None else d_b.to(weight.dtype)]
-
-
 class _NormLinears(torch.autograd.Function):
     """:func:`norm_linears` with its own backward pass (saves ``x`` only)."""
 
@@ -106,10 +87,8 @@ class _NormLinears(torch.autograd.Function):
     def forward(ctx, x, cpe_weight, cpe_bias, norm_weight, norm_bias, eps, *linears):
         x1 = x
         if cpe_weight is not None:  # x + CPE(x), in the dtype autocast runs the conv in
-            c = F.conv2d(x.permute(0, 3, 1, 2), cpe_weight, cpe_bias, 1,
-                         cpe_weight.shape[-1] // 2, 1, x.shape[-1]).permute(0, 2, 3, 1)
-            ctx.conv_dtype = c.dtype
-            x1 = x + c
+            ctx.conv_dtype = conv_dtype(x)
+            x1 = residual_conv(x, cpe_weight, cpe_bias, x.to(ctx.conv_dtype))
         y = _norm(x1, norm_weight, norm_bias, eps)
         outs = tuple(F.linear(y, w, b) for w, b in zip(linears[::2], linears[1::2]))
         ctx.save_for_backward(x, cpe_weight, cpe_bias, norm_weight, norm_bias, *linears)
@@ -122,8 +101,8 @@ class _NormLinears(torch.autograd.Function):
         need = ctx.needs_input_grad
         x1 = x
         if cw is not None:  # the recomputed residual, as the forward pass made it
-            xc = x.to(ctx.conv_dtype)
-            x1 = x + _conv(xc, cw, cb)
+            x_conv = x.to(ctx.conv_dtype)  # cast once: the conv and its gradients read it
+            x1 = residual_conv(x, cw, cb, x_conv)
             d_x1_out, *grads = grads
         y = _recompute_norm(ctx, x1, nw, nb)
         d_y, d_linears = None, []
@@ -135,11 +114,13 @@ class _NormLinears(torch.autograd.Function):
             d_linears += [d_w, d_b]
         d_x, d_nw, d_nb = _norm_grads(ctx, d_y, x1, nw, nb, (True, need[3], need[4]))
         d_cw = d_cb = None
-        if cw is not None:
-            d_x = d_x + d_x1_out
-            d_conv, d_cw, d_cb = _conv_grads(d_x, xc, cw, (need[0], need[1], need[2]))
+        if cw is not None:  # through x1 = x + CPE(x), one conv where it ran as one
+            d_x1 = d_x + d_x1_out
+            folded = ctx.conv_dtype == x.dtype
+            d_conv, d_cw, d_cb = dwconv_grads(d_x1, x_conv, cw,
+                                              (need[0], need[1], need[2]), residual=folded)
             if need[0]:
-                d_x = d_x + d_conv.to(d_x.dtype)
+                d_x = d_conv.to(d_x1.dtype) if folded else d_x1 + d_conv.to(d_x1.dtype)
         return (d_x if need[0] else None, d_cw, d_cb, d_nw, d_nb, None, *d_linears)
 
 
@@ -177,9 +158,9 @@ class _NormConvFFN(torch.autograd.Function):
                 d_scale = d_scale.to(scale.dtype)
         d_dw = d_db = None
         d_a = d_h
-        if dw is not None:
-            d_conv, d_dw, d_db = _conv_grads(d_h, a, dw, (True, need[6], need[7]))
-            d_a = d_h + d_conv
+        if dw is not None:  # through h = a + DWConv(a), one conv
+            d_a, d_dw, d_db = dwconv_grads(d_h, a, dw, (True, need[6], need[7]),
+                                           residual=True)
         d_h0 = torch.ops.aten.gelu_backward(d_a, h0)
         y = _recompute_norm(ctx, x, nw, nb)
         d_y, d_w1, d_b1 = _linear_grads(d_h0, y, w1, b1, (True, need[4], need[5]))
@@ -187,10 +168,11 @@ class _NormConvFFN(torch.autograd.Function):
                 d_w2, d_b2, d_scale)
 
 
-def recompute_active(*tensors: Tensor) -> bool:
-    """Whether an op that recomputes in backward should run: a backward pass can follow
-    (grad mode on, some input needs a gradient), and no exporter is tracing the model
-    (ONNX and TorchScript record the plain ops)."""
+def training_op_active(*tensors: Tensor) -> bool:
+    """Whether a training op (one with its own backward pass: these ops,
+    :func:`~mmevt.ops.depthwise.dwconv`) should run instead of the plain layers: a
+    backward pass can follow (grad mode on, some input needs a gradient), and no exporter
+    is tracing the model (ONNX and TorchScript record the plain ops)."""
     if not torch.is_grad_enabled() or not any(t.requires_grad for t in tensors):
         return False
     return not (torch.jit.is_tracing() or torch.onnx.is_in_onnx_export())
@@ -207,7 +189,7 @@ def norm_conv_ffn(x: Tensor, norm_weight: Optional[Tensor], norm_bias: Optional[
     not kept either).
 
     For training: under ONNX or TorchScript tracing run the plain layers instead (the
-    module does: :func:`recompute_active`).
+    module does: :func:`training_op_active`).
 
     Args:
         x (Tensor): shape ``(B, H, W, C)``.
@@ -237,7 +219,7 @@ def norm_linears(x: Tensor, norm_weight: Optional[Tensor], norm_bias: Optional[T
     in the backward pass too (only the block's input is kept).
 
     For training: under ONNX or TorchScript tracing run the plain layers instead
-    (:func:`recompute_active`).
+    (:func:`training_op_active`).
 
     Args:
         x (Tensor): shape ``(..., C)``.
@@ -256,4 +238,4 @@ def norm_linears(x: Tensor, norm_weight: Optional[Tensor], norm_bias: Optional[T
     return _NormLinears.apply(x, *cpe, norm_weight, norm_bias, eps, *linears)
 
 
-__all__ = ['norm_conv_ffn', 'norm_linears', 'recompute_active']
+__all__ = ['norm_conv_ffn', 'norm_linears', 'training_op_active']

@@ -4,6 +4,8 @@
     python tools/analysis/benchmark.py                       # throughput at 224, batch 64
     python tools/analysis/benchmark.py --latency             # batch-1 latency (the CPU case)
     python tools/analysis/benchmark.py --train 800 1344      # backbone train step, batch 2
+    python tools/analysis/benchmark.py --latency --train 512 512 --train-batch 1 --compile
+        # batch-1 latency and a batch-1 train step, eager and compiled, in one run
     python tools/analysis/benchmark.py --train 224 224 --train 800 1344 --saved --with-cp both
         # training steps at two sizes with their saved-for-backward MiB, with_cp off / on
     python tools/analysis/benchmark.py --scaling 224 512 1024  # time/memory vs input size
@@ -78,6 +80,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument('--train', type=int, nargs=2, metavar=('H', 'W'), action='append',
                         help='train step (forward + backward) of the backbone, batch 2 '
                              '(repeat for several sizes)')
+    parser.add_argument('--train-batch', type=int, default=2, metavar='B',
+                        help='batch of the --train steps (default: 2)')
     parser.add_argument('--saved', action='store_true',
                         help='add the saved-for-backward MiB of the training steps at batch 1 '
                              'and per image at batch 2 (a saved-tensors hook; the same on '
@@ -204,7 +208,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    cases = input_cases(args.train, args.scaling, args.batch, args.size, args.latency)
+    cases = input_cases(args.train, args.scaling, args.batch, args.size, args.latency,
+                        args.train_batch)
     print(f'device: {device_name(device)}; torch {torch.__version__}')
     peak = None
     if args.matmul_peak != 0:
@@ -262,7 +267,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     run_jobs(jobs, device, done, args.rounds, args.warmup, args.iters, args.profile,
              args.compile_backend, dynamic)
     pairs = list(zip(args.ratio[::2], args.ratio[1::2])) if args.ratio else []
-    ratios = goal_rows(rows) + [r for a, b in pairs for r in pair_rows(rows, a, b)]
+    ratios = goal_rows(rows)
+    goals = {(r['what'], r['case'], r['dtype']) for r in ratios}  # written once, with the goal
+    ratios += [r for a, b in pairs for r in pair_rows(rows, a, b)
+               if (r['what'], r['case'], r['dtype']) not in goals]
     if ratios:  # read within this run only
         print('\n'.join(ratio_table(ratios)))
         for r in ratios:

@@ -115,10 +115,12 @@ def goal_rows(rows: Sequence[dict], goals: Sequence[Goal] = GOALS) -> List[dict]
                                      g.bound))
                 continue
             h, w = shape[2:]
-            for key, label in (('saved_mib_batch1', 'batch 1'),
-                               ('saved_mib_per_image', 'per image, batch 2')):
+            for batch, key, label in ((1, 'saved_mib_batch1', 'batch 1'),
+                                      (2, 'saved_mib_per_image', 'per image, batch 2')):
+                # the pair, size and batch as fields too: the memory section groups by them
                 out.append(ratio_row(f'{what}, saved bytes', f'{h} x {w}, {label}', dtype,
-                                     num[key] / den[key], 1, g.bound))
+                                     num[key] / den[key], 1, g.bound, num=g.num[0],
+                                     den=g.den[0], hw=[h, w], batch=batch))
     return out
 
 

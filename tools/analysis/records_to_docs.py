@@ -213,13 +213,14 @@ def write_cost_section(rows: Sequence[dict]) -> List[str]:
 def _benchmark(name: str) -> Callable[[Sequence[dict]], List[str]]:
     def render(rows: Sequence[dict]) -> List[str]:
         from mmevt.analysis import benchmark_tables as tables
-        return (tables.compile_section if name == 'compile' else tables.table_section)(rows)
+        special = dict(compile=tables.compile_section, memory=tables.memory_section)
+        return special.get(name, tables.table_section)(rows)
     return render
 
 
 # section name -> how its rows become lines (the benchmark's sections are its own tables)
 RENDERERS: Dict[str, Callable[[Sequence[dict]], List[str]]] = {
-    **{name: _benchmark(name) for name in ('latency', 'scaling', 'train', 'compile',
+    **{name: _benchmark(name) for name in ('latency', 'scaling', 'train', 'compile', 'memory',
                                            'ablations-224', 'ablations-512')},
     'onnx': onnx_section, 'deploy': deploy_section, 'demo': demo_section,
     'checkpointing': checkpointing_section, 'write-cost': write_cost_section}

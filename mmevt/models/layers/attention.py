@@ -13,7 +13,7 @@ from ...ops import (ATTN_IMPLS, ATTN_PATHS, DECAY_KINDS, LAYOUTS, ForwardTables,
                     resolve_impl, rotary_sin_cos, spatial_decay_attention, spatial_decay_probs,
                     window_side)
 from ...ops.checks import check_choice, check_heads, check_positive_int, renamed_argument
-from ...ops.recompute import norm_linears, recompute_active
+from ...ops.recompute import norm_linears, training_op_active
 from .conv import DWConv2d
 
 # the grouped layouts of the ops, plus RMT's row-then-column decomposition
@@ -131,7 +131,7 @@ class SpatialDecayAttention(nn.Module):
         residual nor the normalised tensor (:func:`~mmevt.ops.recompute.norm_linears`).
         """
         mods = [m for m in (norm, cpe) if m is not None]
-        if norm is not None and recompute_active(x, *self.parameters(),
+        if norm is not None and training_op_active(x, *self.parameters(),
                                                  *(p for m in mods for p in m.parameters())):
             return norm_linears(x, norm.weight, norm.bias, norm.eps, self.q.weight,
                                 self.q.bias, self.k.weight, self.k.bias, self.v.weight,

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from ...ops import ForwardTables
-from ...ops.recompute import recompute_active
+from ...ops.recompute import training_op_active
 from .attention import SpatialDecayAttention
 from .conv import DWConv2d
 from .ffn import ConvFFN
@@ -90,7 +90,7 @@ class EVTBlock(nn.Module):
         stage's decay tables of this forward pass. Defaults to None."""
         # CPE, norm and q / k / v as one op when a backward can follow; otherwise the mixer
         # runs as a module (its forward hooks fire: attention pictures, exporters)
-        if self.decay_attn and self.recompute and recompute_active(x, *self.parameters()):
+        if self.decay_attn and self.recompute and training_op_active(x, *self.parameters()):
             if self.cpe is not None:
                 x, q, k, v = self.attn.projections(x, self.norm1, self.cpe)
             else:

@@ -6,6 +6,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
+from ...ops.depthwise import dwconv
+from ...ops.recompute import training_op_active
 from .norm import build_norm
 
 
@@ -57,7 +59,12 @@ class ConvDownsample(ConvNorm):
 
 
 class DWConv2d(nn.Module):
-    """Depth-wise conv on a channels-last tensor ``(B, H, W, C) -> (B, H, W, C)``."""
+    """Depth-wise conv on a channels-last tensor ``(B, H, W, C) -> (B, H, W, C)``.
+
+    Where a backward pass follows it runs as :func:`~mmevt.ops.depthwise.dwconv` (the
+    same conv, with the fast weight gradient); elsewhere (inference, export) as
+    ``self.conv``.
+    """
 
     def __init__(self, channels: int, kernel_size: int):
         super().__init__()
@@ -65,6 +72,8 @@ class DWConv2d(nn.Module):
                               groups=channels)
 
     def forward(self, x: Tensor) -> Tensor:
+        if training_op_active(x, *self.parameters()):
+            return dwconv(x, self.conv.weight, self.conv.bias)
         return self.conv(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
 
 

@@ -3,7 +3,7 @@ from typing import Optional
 
 from torch import Tensor, nn
 
-from ...ops.recompute import norm_conv_ffn, recompute_active
+from ...ops.recompute import norm_conv_ffn, training_op_active
 from .conv import DWConv2d
 
 
@@ -52,7 +52,7 @@ class ConvFFN(nn.Module):
                 Defaults to None.
         """
         mods = [m for m in (norm, scale) if m is not None]
-        if self.recompute and recompute_active(x, *self.parameters(),
+        if self.recompute and training_op_active(x, *self.parameters(),
                                                *(p for m in mods for p in m.parameters())):
             gamma = getattr(scale, 'gamma', None)  # layer scale's; Identity has none
             assert gamma is not None or scale is None or isinstance(scale, nn.Identity)
