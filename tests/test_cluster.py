@@ -392,6 +392,38 @@ def test_slurm_train_sh_runs_each_family(slurm_cluster, shapes_root, family, tmp
     assert osp.isfile(tmp_path / 'work' / ckpt)
 
 
+# mmengine's pytorch launcher on one CPU process, as code that is not EVT's calls it; an atexit
+# handler registered before the group (so it runs after mmevt's) says whether it still stands
+GROUP_AT_EXIT = '''
+import atexit, sys
+import torch.distributed as dist
+atexit.register(lambda: print(f'AT EXIT initialized={{dist.is_initialized()}}', flush=True))
+import mmevt  # noqa: F401
+from mmengine.dist import init_dist
+init_dist('pytorch', backend='gloo')
+print(f'STARTED world={{dist.get_world_size()}}', flush=True)
+if {destroy}:
+    dist.destroy_process_group()  # a program that ends its group itself
+'''
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize('destroy', [False, True])
+def test_gloo_group_is_destroyed_at_exit(tmp_path, destroy):
+    # mmengine never destroys its group; a gloo rank left to interpreter finalization can
+    # abort after its work (pytorch/pytorch#190489): the patch destroys it at exit, and
+    # leaves a program that destroyed it alone
+    script = tmp_path / 'group.py'
+    script.write_text(GROUP_AT_EXIT.format(destroy=destroy))
+    env = job_env(str(tmp_path), MASTER_ADDR='127.0.0.1', MASTER_PORT=str(free_port()),
+                  RANK='0', LOCAL_RANK='0', WORLD_SIZE='1')
+    proc = subprocess.run([sys.executable, str(script)], cwd=REPO, env=env, text=True,
+                          timeout=HANG_TIMEOUT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert 'STARTED world=1' in proc.stdout
+    assert proc.stdout.rstrip().endswith('AT EXIT initialized=False'), proc.stdout[-4000:]
+
+
 PLAIN_SLURM_JOB = '''
 import os, sys
 sys.path.insert(0, {tests!r})
@@ -404,10 +436,7 @@ runner = plain_mmengine_runner(
 runner.train()
 import torch.distributed as dist
 print(f'PLAIN rank={{dist.get_rank()}} world={{dist.get_world_size()}} trained', flush=True)
-# ended as a distributed program should end: mmengine leaves the group to interpreter exit,
-# where a gloo rank whose peer is already gone can abort (seen once in this tiny job)
-dist.barrier()
-dist.destroy_process_group()
+# ended as mmengine's tools end, the group left standing: the patch destroys it at exit
 '''
 
 

@@ -120,12 +120,15 @@ PATCHES: Tuple[Patch, ...] = (
     Patch('cpu-distributed', 'mmevt.patches.cpu_distributed',
           ('mmengine.dist.utils._init_dist_pytorch', 'mmengine.dist.utils._init_dist_slurm'),
           'tools/dist_train.sh (--launcher pytorch) and tools/slurm_train.sh (--launcher '
-          'slurm) with gloo on machines without GPUs',
+          'slurm) with gloo on machines without GPUs; the gloo group is destroyed at '
+          'interpreter exit, where a rank left to finalization can abort after its work',
           'needed: both always call torch.cuda.set_device', 'needed (same code)',
-          'none filed', 'import', cpu_distributed.enable_cpu_distributed,
+          'none filed (the exit: pytorch/pytorch#190489)', 'import',
+          cpu_distributed.enable_cpu_distributed,
           'a gloo run of the pytorch or slurm launcher on a machine without CUDA (nor MLU, '
-          'NPU, MUSA) starts instead of failing in torch.cuda.set_device; every other '
-          'launch is unchanged'),
+          'NPU, MUSA) starts instead of failing in torch.cuda.set_device, and its group is '
+          'destroyed at exit (atexit) unless the program destroyed it; every other launch '
+          'is unchanged'),
     Patch('plain-param-groups', 'mmevt.patches.param_groups',
           ('mmengine.optim.DefaultOptimWrapperConstructor.__call__', ),
           "compile=True trains configs with a paramwise_cfg or a layer-decay constructor: "
