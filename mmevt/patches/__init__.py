@@ -127,8 +127,8 @@ PATCHES: Tuple[Patch, ...] = (
           cpu_distributed.enable_cpu_distributed,
           'a gloo run of the pytorch or slurm launcher on a machine without CUDA (nor MLU, '
           'NPU, MUSA) starts instead of failing in torch.cuda.set_device, and its group is '
-          'destroyed at exit (atexit) unless the program destroyed it; every other launch '
-          'is unchanged'),
+          'destroyed at exit (atexit, after a garbage-collection pass with SIGCHLD at its '
+          'default) unless the program destroyed it; every other launch is unchanged'),
     Patch('plain-param-groups', 'mmevt.patches.param_groups',
           ('mmengine.optim.DefaultOptimWrapperConstructor.__call__', ),
           "compile=True trains configs with a paramwise_cfg or a layer-decay constructor: "

@@ -88,12 +88,20 @@ def slurm_environment(port: Optional[int] = None) -> None:
 
 def _destroy_group() -> None:
     import gc
+    import signal
 
     import torch.distributed as torch_dist
     if torch_dist.is_initialized():  # not when the program destroyed it itself
         # first what still holds the group in reference cycles (a runner and its DDP model):
-        # freed at finalization after the group's shutdown, they abort there instead
-        gc.collect()
+        # freed at finalization after the group's shutdown, they abort there instead. The
+        # dataloader iterators among them join their workers: torch's SIGCHLD handler would
+        # report a worker a preemption signal ended as a failure, so it is off meanwhile
+        previous = signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        try:
+            gc.collect()
+        finally:
+            if previous is not None:  # None: a handler set outside Python, not restorable
+                signal.signal(signal.SIGCHLD, previous)
         torch_dist.destroy_process_group()
 
 
