@@ -395,7 +395,7 @@ def test_slurm_train_sh_runs_each_family(slurm_cluster, shapes_root, family, tmp
 # mmengine's pytorch launcher on one CPU process, as code that is not EVT's calls it; an atexit
 # handler registered before the group (so it runs after mmevt's) says whether it still stands
 GROUP_AT_EXIT = '''
-import atexit, sys
+import atexit
 import torch.distributed as dist
 atexit.register(lambda: print(f'AT EXIT initialized={{dist.is_initialized()}}', flush=True))
 import mmevt  # noqa: F401
